@@ -1,0 +1,44 @@
+-- Queues, their partitions, the segments that hold messages, and the dedup index.
+-- Times are milliseconds since the Unix epoch.
+
+CREATE TABLE queues (
+    id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+    name                 TEXT    NOT NULL UNIQUE,
+    options              TEXT    NOT NULL,   -- QueueOptions as JSON
+    dedup_window_seconds INTEGER NOT NULL,   -- copied out of options: read under the append lock
+    created_at           INTEGER NOT NULL
+);
+
+CREATE TABLE partitions (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: caches key on it
+    queue_id        INTEGER NOT NULL,
+    name            TEXT    NOT NULL,
+    kafka_index     INTEGER NOT NULL,
+    next_offset     INTEGER NOT NULL DEFAULT 0,
+    log_start       INTEGER NOT NULL DEFAULT 0,
+    last_created_at INTEGER NOT NULL DEFAULT 0,
+    created_at      INTEGER NOT NULL,
+    UNIQUE (queue_id, name),
+    UNIQUE (queue_id, kafka_index)
+);
+
+-- One row per appended batch; records packed as described in record.rs.
+CREATE TABLE segments (
+    id           INTEGER PRIMARY KEY,
+    partition_id INTEGER NOT NULL,
+    base_offset  INTEGER NOT NULL,
+    record_count INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL,
+    format       INTEGER NOT NULL,
+    records      BLOB    NOT NULL,
+    UNIQUE (partition_id, base_offset)
+);
+
+-- Transaction-id hashes of queues with a dedup window, one row per message.
+CREATE TABLE dedup_index (
+    partition_id INTEGER NOT NULL,
+    txn_hash     INTEGER NOT NULL,
+    "offset"     INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL,
+    PRIMARY KEY (partition_id, txn_hash, "offset")
+) WITHOUT ROWID;

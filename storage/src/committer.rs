@@ -1,0 +1,114 @@
+//! Group commit: appends from concurrent requests share one database
+//! transaction, so durability costs one commit per group, not per request.
+//!
+//! Appends are sharded by partition id over a few writer tasks; each task
+//! takes whatever jobs are waiting, runs them in one transaction with
+//! [`crate::append::append`] and answers every job. Jobs of one partition
+//! always go to the same task, so they keep their order.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::append::{AppendJob, JobOutcome};
+use crate::clock::Clock;
+use crate::error::{Result, StorageError};
+use crate::store::Store;
+
+/// The most records one group commit takes before it runs.
+const MAX_GROUP_RECORDS: usize = 50_000;
+
+struct Pending {
+    job: AppendJob,
+    reply: oneshot::Sender<Result<JobOutcome>>,
+}
+
+/// The handle to the writer tasks.
+#[derive(Debug, Clone)]
+pub(crate) struct Committer {
+    shards: Vec<mpsc::Sender<Pending>>,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending").field("job", &self.job).finish()
+    }
+}
+
+impl Committer {
+    /// Starts `shards` writer tasks on `store`.
+    pub(crate) fn start(store: Store, clock: Arc<dyn Clock>, shards: usize) -> Self {
+        let shards = (0..shards.max(1))
+            .map(|_| {
+                let (tx, rx) = mpsc::channel(1024);
+                tokio::spawn(run(store.clone(), clock.clone(), rx));
+                tx
+            })
+            .collect();
+        Self { shards }
+    }
+
+    /// Queues a job; the returned receiver answers once it is committed.
+    pub(crate) async fn submit(
+        &self,
+        job: AppendJob,
+    ) -> Result<oneshot::Receiver<Result<JobOutcome>>> {
+        let shard = job.partition_id.unsigned_abs() as usize % self.shards.len();
+        let (reply, answer) = oneshot::channel();
+        self.shards[shard]
+            .send(Pending { job, reply })
+            .await
+            .map_err(|_| StorageError::ShuttingDown)?;
+        Ok(answer)
+    }
+}
+
+async fn run(store: Store, clock: Arc<dyn Clock>, mut rx: mpsc::Receiver<Pending>) {
+    while let Some(first) = rx.recv().await {
+        let mut records = first.job.records.len();
+        let mut group = vec![first];
+        while records < MAX_GROUP_RECORDS {
+            match rx.try_recv() {
+                Ok(next) => {
+                    records += next.job.records.len();
+                    group.push(next);
+                }
+                Err(_) => break,
+            }
+        }
+        commit_group(&store, clock.as_ref(), group).await;
+    }
+}
+
+/// Commits a group; if the shared transaction fails, each job is tried alone
+/// so that one bad job cannot fail its neighbours.
+async fn commit_group(store: &Store, clock: &dyn Clock, group: Vec<Pending>) {
+    let (jobs, replies): (Vec<AppendJob>, Vec<_>) =
+        group.into_iter().map(|p| (p.job, p.reply)).unzip();
+    match store.append(&jobs, clock.now_ms()).await {
+        Ok(outcomes) => {
+            for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                let _ = reply.send(Ok(outcome));
+            }
+        }
+        Err(err) if jobs.len() == 1 => {
+            tracing::error!(error = %err, "append failed");
+            for reply in replies {
+                let _ = reply.send(Err(StorageError::CommitFailed));
+            }
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, jobs = jobs.len(), "group commit failed; retrying jobs one by one");
+            for (job, reply) in jobs.into_iter().zip(replies) {
+                let result = store
+                    .append(std::slice::from_ref(&job), clock.now_ms())
+                    .await
+                    .and_then(|mut o| o.pop().ok_or(StorageError::CommitFailed));
+                if let Err(err) = &result {
+                    tracing::error!(error = %err, "append failed");
+                }
+                let _ = reply.send(result.map_err(|_| StorageError::CommitFailed));
+            }
+        }
+    }
+}

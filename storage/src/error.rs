@@ -1,0 +1,39 @@
+//! The errors of the storage engine.
+
+/// Everything the engine can refuse or fail with. Messages are written for the
+/// person who sent the request: they never carry SQL text.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The request is malformed in a way the caller can fix (bad name, id too long, ...).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// A name is longer than the engine accepts.
+    #[error("{what} is longer than {limit} bytes")]
+    NameTooLong {
+        /// Which name ("queue name", "partition name").
+        what: &'static str,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The named queue does not exist.
+    #[error("queue {0:?} does not exist")]
+    QueueNotFound(String),
+    /// Stored data could not be decoded: a bug or a damaged database.
+    #[error("stored data is damaged: {0}")]
+    Corrupt(String),
+    /// The append could not be committed; the request can be retried.
+    #[error("the write could not be committed; retry")]
+    CommitFailed,
+    /// The broker is shutting down and no longer takes writes.
+    #[error("the broker is shutting down")]
+    ShuttingDown,
+    /// The database failed; the cause is logged, not shown to clients.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Applying the schema migrations failed.
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Short form for results of the storage engine.
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -1,0 +1,311 @@
+//! The storage engine of the queen broker: one API, two backends.
+//!
+//! Both front doors (the HTTP API in the binary, the Kafka facade) call the
+//! [`Engine`]; nothing above it knows which database is underneath.
+//!
+//! Where things live:
+//! - [`model`]: what callers push and read back; [`options`]: queue options;
+//!   [`record`]: the stored form of a message and of a segment.
+//! - `append`: dedup and offset allocation under the partition lock, written
+//!   once for both backends; `committer`: group commit, coalescing
+//!   concurrent appends into shared transactions.
+//! - `store`: the backend chosen by the URL; `shared_sql`: statements that
+//!   are the same on both; `sqlite/` and `postgres/`: the rest.
+//!
+//! A push flows: [`Engine::push`] validates, folds ids repeated inside the
+//! request, resolves (and creates) partitions, and hands one job per
+//! partition to the committer; a writer task takes every waiting job, runs
+//! `append::append` in one transaction, commits, and answers each job.
+
+mod append;
+pub mod clock;
+mod committer;
+mod error;
+pub mod model;
+pub mod options;
+mod postgres;
+pub mod record;
+mod shared_sql;
+mod sqlite;
+mod store;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use uuid::Uuid;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{Result, StorageError};
+pub use model::{
+    PartitionInfo, PushItem, PushOutcome, PushStatus, QueueInfo, StoredMessage, DEFAULT_PARTITION,
+    MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,
+};
+pub use options::QueueOptions;
+pub use record::{Content, Header, KafkaRecord, Record};
+
+use append::{AppendJob, JobOutcome};
+use committer::Committer;
+use store::Store;
+
+/// Bound on the cache of partition ids; past it the cache starts afresh.
+const PARTITION_CACHE_LIMIT: usize = 100_000;
+
+/// The storage engine. Cheap to clone; every clone shares one connection pool
+/// and one set of writer tasks.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Store,
+    committer: Committer,
+    clock: Arc<dyn Clock>,
+    /// (queue, partition) -> partition id. Only saves a round trip: a stale
+    /// entry is detected by the append (the partition row is gone) and retried.
+    partitions: Mutex<HashMap<(String, String), i64>>,
+}
+
+/// The items of one request that go to one partition.
+struct Group {
+    queue: String,
+    partition: String,
+    records: Vec<Record>,
+}
+
+impl Engine {
+    /// Connects to `url` (`sqlite:…` or `postgres://…`) on the wall clock.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with_clock(url, Arc::new(SystemClock)).await
+    }
+
+    /// Connects to `url`, measuring every window with `clock`.
+    pub async fn connect_with_clock(url: &str, clock: Arc<dyn Clock>) -> Result<Self> {
+        let store = Store::connect(url).await?;
+        let committer = Committer::start(store.clone(), clock.clone(), store.writer_shards());
+        Ok(Self {
+            inner: Arc::new(Inner {
+                store,
+                committer,
+                clock,
+                partitions: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The clock the engine measures time with.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    /// Creates the queue, or replaces all its options; its `Default`
+    /// partition is created if missing. Messages and partitions are kept.
+    pub async fn configure_queue(&self, name: &str, options: &QueueOptions) -> Result<QueueInfo> {
+        validate_name("queue name", name)?;
+        self.inner
+            .store
+            .configure(name, options, self.inner.clock.now_ms())
+            .await?;
+        self.queue(name)
+            .await?
+            .ok_or_else(|| StorageError::QueueNotFound(name.to_owned()))
+    }
+
+    /// The queue with its partitions, if it exists.
+    pub async fn queue(&self, name: &str) -> Result<Option<QueueInfo>> {
+        self.inner.store.queue(name).await
+    }
+
+    /// Every queue, by name.
+    pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
+        self.inner.store.queues().await
+    }
+
+    /// Deletes a queue with everything in it; returns whether it existed.
+    pub async fn delete_queue(&self, name: &str) -> Result<bool> {
+        let existed = self.inner.store.delete_queue(name).await?;
+        self.cache().retain(|(queue, _), _| queue != name);
+        Ok(existed)
+    }
+
+    /// Appends native messages, creating queues and partitions on first use.
+    ///
+    /// Answers one outcome per item, in order. Inside a partition, a
+    /// transaction id already stored within the queue's dedup window is a
+    /// duplicate and writes nothing; so is an id repeated inside this
+    /// request (whatever the window). Nothing is written if any item is
+    /// invalid.
+    pub async fn push(&self, items: Vec<PushItem>) -> Result<Vec<PushOutcome>> {
+        for item in &items {
+            validate_name("queue name", &item.queue)?;
+            validate_name("partition name", &item.partition)?;
+            if let Some(txn) = &item.record.transaction_id {
+                if txn.len() > MAX_TRANSACTION_ID_BYTES {
+                    return Err(StorageError::InvalidInput(format!(
+                        "transactionId is {} bytes; at most {MAX_TRANSACTION_ID_BYTES} are allowed",
+                        txn.len()
+                    )));
+                }
+            }
+        }
+
+        // Fold the request into groups per partition; `slots[i]` says where
+        // item i's answer comes from, and whether it repeats an earlier item.
+        let mut groups: Vec<Group> = Vec::new();
+        let mut group_of: HashMap<(String, String), usize> = HashMap::new();
+        let mut leader_of: Vec<HashMap<String, usize>> = Vec::new();
+        let mut slots = Vec::with_capacity(items.len());
+        for item in items {
+            let g = *group_of
+                .entry((item.queue.clone(), item.partition.clone()))
+                .or_insert_with(|| {
+                    groups.push(Group {
+                        queue: item.queue.clone(),
+                        partition: item.partition.clone(),
+                        records: Vec::new(),
+                    });
+                    leader_of.push(HashMap::new());
+                    groups.len() - 1
+                });
+            let txn = item.record.transaction_id();
+            if let Some(&leader) = leader_of[g].get(&txn) {
+                slots.push((g, leader, true));
+            } else {
+                let index = groups[g].records.len();
+                leader_of[g].insert(txn, index);
+                groups[g].records.push(item.record);
+                slots.push((g, index, false));
+            }
+        }
+
+        let mut answers = Vec::with_capacity(groups.len());
+        for group in &groups {
+            answers.push(self.append_group(group).await?);
+        }
+        Ok(slots
+            .into_iter()
+            .map(|(g, i, repeat)| {
+                let (partition_id, appended) = &answers[g];
+                let a = appended[i];
+                PushOutcome {
+                    status: if repeat {
+                        PushStatus::Duplicate
+                    } else {
+                        a.status
+                    },
+                    message_id: a.message_id,
+                    transaction_id: groups[g].records[i].transaction_id(),
+                    offset: a.offset,
+                    partition_id: *partition_id,
+                }
+            })
+            .collect())
+    }
+
+    /// Appends one group, re-resolving its partition once if the cached id
+    /// turned out stale (the queue was deleted and pushed to again).
+    async fn append_group(&self, group: &Group) -> Result<(i64, Vec<append::Appended>)> {
+        for attempt in 0..2 {
+            let partition_id = self.partition_id(&group.queue, &group.partition).await?;
+            let job = AppendJob {
+                partition_id,
+                records: group.records.clone(),
+            };
+            let answer = self.inner.committer.submit(job).await?;
+            match answer.await.map_err(|_| StorageError::ShuttingDown)?? {
+                JobOutcome::Done(appended) => return Ok((partition_id, appended)),
+                JobOutcome::PartitionGone => {
+                    tracing::debug!(attempt, queue = %group.queue, "partition vanished; resolving again");
+                    self.cache()
+                        .remove(&(group.queue.clone(), group.partition.clone()));
+                }
+            }
+        }
+        Err(StorageError::CommitFailed)
+    }
+
+    /// The id of a partition, creating the queue and partition if missing.
+    async fn partition_id(&self, queue: &str, partition: &str) -> Result<i64> {
+        let key = (queue.to_owned(), partition.to_owned());
+        if let Some(&id) = self.cache().get(&key) {
+            return Ok(id);
+        }
+        let id = self
+            .inner
+            .store
+            .ensure_partition(
+                queue,
+                partition,
+                &QueueOptions::default(),
+                self.inner.clock.now_ms(),
+            )
+            .await?;
+        let mut cache = self.cache();
+        if cache.len() >= PARTITION_CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(key, id);
+        Ok(id)
+    }
+
+    /// Up to `max` messages of a partition from offset `from` on, in order.
+    /// An unknown queue or partition reads as empty.
+    pub async fn read(
+        &self,
+        queue: &str,
+        partition: &str,
+        from: i64,
+        max: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let Some(info) = self.queue(queue).await? else {
+            return Ok(Vec::new());
+        };
+        let Some(p) = info.partitions.iter().find(|p| p.name == partition) else {
+            return Ok(Vec::new());
+        };
+        self.inner.store.read(p.id, from, max).await
+    }
+
+    /// Closes the database connections. Appends still queued fail.
+    pub async fn close(&self) {
+        self.inner.store.close().await;
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), i64>> {
+        self.inner
+            .partitions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Mints the id of a new message: a UUIDv7, ordered by time.
+pub fn new_message_id() -> Uuid {
+    Uuid::now_v7()
+}
+
+/// Checks a queue or partition name: non-empty, bounded, and free of the
+/// characters that could not travel in a URL path.
+pub fn validate_name(what: &'static str, name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(StorageError::InvalidInput(format!(
+            "{what} must not be empty"
+        )));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(StorageError::NameTooLong {
+            what,
+            limit: MAX_NAME_BYTES,
+        });
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| matches!(c, '/' | '?' | '#') || c.is_control())
+    {
+        return Err(StorageError::InvalidInput(format!(
+            "{what} {name:?} contains {c:?}, which cannot appear in a name"
+        )));
+    }
+    Ok(())
+}

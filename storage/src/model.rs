@@ -1,0 +1,105 @@
+//! The data model the engine speaks: what callers push and what they read back.
+
+use uuid::Uuid;
+
+use crate::options::QueueOptions;
+use crate::record::Record;
+
+/// The partition a native push lands in when it names none.
+pub const DEFAULT_PARTITION: &str = "Default";
+
+/// The longest transaction id accepted, in bytes.
+pub const MAX_TRANSACTION_ID_BYTES: usize = 65_535;
+
+/// The longest queue or partition name accepted, in bytes.
+pub const MAX_NAME_BYTES: usize = 512;
+
+/// One message to append to a queue partition.
+#[derive(Debug, Clone)]
+pub struct PushItem {
+    /// The queue, created on first push.
+    pub queue: String,
+    /// The partition name, created on first push.
+    pub partition: String,
+    /// The message to store; a `None` transaction id is minted from the message id.
+    pub record: Record,
+}
+
+/// How a pushed item was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushStatus {
+    /// Stored at `offset`.
+    Queued,
+    /// Not stored: the partition already holds this transaction id inside the
+    /// window (or an earlier item of the same request carried it).
+    Duplicate,
+}
+
+/// The answer for one pushed item, in request order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushOutcome {
+    /// Queued or duplicate.
+    pub status: PushStatus,
+    /// The new message's id, or for a duplicate the original's id (the nil
+    /// UUID when the original can no longer be read).
+    pub message_id: Uuid,
+    /// The effective transaction id.
+    pub transaction_id: String,
+    /// The new offset, or for a duplicate the original's offset.
+    pub offset: i64,
+    /// The id of the partition the item went to.
+    pub partition_id: i64,
+}
+
+/// A queue with its options and partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueInfo {
+    /// Stable numeric id.
+    pub id: i64,
+    /// The queue name.
+    pub name: String,
+    /// The options in force.
+    pub options: QueueOptions,
+    /// Creation time, ms since the epoch.
+    pub created_at_ms: i64,
+    /// Its partitions in Kafka index order.
+    pub partitions: Vec<PartitionInfo>,
+}
+
+impl QueueInfo {
+    /// Messages appended to the queue over its lifetime (the sum of the
+    /// partitions' next offsets).
+    pub fn total_messages(&self) -> i64 {
+        self.partitions.iter().map(|p| p.next_offset).sum()
+    }
+}
+
+/// A partition of a queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionInfo {
+    /// Stable numeric id, rendered as a decimal string on the wire.
+    pub id: i64,
+    /// The partition name.
+    pub name: String,
+    /// The partition's index as a Kafka partition.
+    pub kafka_index: i32,
+    /// Creation time, ms since the epoch.
+    pub created_at_ms: i64,
+    /// The offset the next appended message gets (the high watermark).
+    pub next_offset: i64,
+    /// The first offset still stored.
+    pub log_start: i64,
+    /// Creation time of the newest message, ms since the epoch (0 if none).
+    pub last_created_at_ms: i64,
+}
+
+/// A message read back from a partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMessage {
+    /// Its offset in the partition.
+    pub offset: i64,
+    /// When it was stored, ms since the epoch.
+    pub created_at_ms: i64,
+    /// What was stored.
+    pub record: Record,
+}

@@ -1,0 +1,340 @@
+//! The stored form of a message, and the packing of many into one segment.
+//!
+//! A segment is one row per appended batch; its `records` column is the
+//! concatenation of the records below, in offset order. One layout serves
+//! both front doors: a native JSON message and a Kafka record differ only in
+//! their [`Content`].
+//!
+//! ```text
+//! record  := flags:u8 message_id:[16]
+//!            [txn_len:varint txn:bytes]            unless MINTED_TXN
+//!            [trace_id:[16]]                       if TRACE
+//!            json_len:varint json:bytes            if not KAFKA
+//!            timestamp:zigzag-varint               if KAFKA
+//!            [key_len:varint key:bytes]            if KAFKA and KEY
+//!            [value_len:varint value:bytes]        if KAFKA and VALUE
+//!            headers:varint header{headers}        if KAFKA
+//! header  := key_len:varint key:bytes value_len_plus_one:varint value:bytes   (0 = null value)
+//! ```
+//!
+//! A minted transaction id is the message id's text, so it is not stored.
+
+use bytes::{Buf, Bytes};
+use uuid::Uuid;
+
+use crate::error::{Result, StorageError};
+
+/// The layout version written into every segment row.
+pub const FORMAT_V1: i16 = 1;
+
+const KAFKA: u8 = 1;
+const MINTED_TXN: u8 = 2;
+const TRACE: u8 = 4;
+const KEY: u8 = 8;
+const VALUE: u8 = 16;
+
+/// A Kafka record header: a name and an optional value, both kept as bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// The header name.
+    pub key: Bytes,
+    /// The header value; `None` is a null value.
+    pub value: Option<Bytes>,
+}
+
+/// A record that arrived over the Kafka protocol, kept byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaRecord {
+    /// The record key; `None` is a null key.
+    pub key: Option<Bytes>,
+    /// The record value; `None` is a null value (a tombstone).
+    pub value: Option<Bytes>,
+    /// The headers in record order, duplicates kept.
+    pub headers: Vec<Header>,
+    /// The record timestamp in milliseconds.
+    pub timestamp_ms: i64,
+}
+
+/// What a message carries besides its ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// A native message: its `data` as compact JSON text.
+    Json(String),
+    /// A Kafka record.
+    Kafka(KafkaRecord),
+}
+
+/// One message as stored in a segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The message id (UUIDv7).
+    pub message_id: Uuid,
+    /// The producer's transaction id; `None` when it was minted, in which
+    /// case it is the message id's text.
+    pub transaction_id: Option<String>,
+    /// The trace id the producer attached, if any.
+    pub trace_id: Option<Uuid>,
+    /// The payload.
+    pub content: Content,
+}
+
+impl Record {
+    /// The effective transaction id: the producer's, or the minted one.
+    pub fn transaction_id(&self) -> String {
+        self.transaction_id
+            .clone()
+            .unwrap_or_else(|| self.message_id.to_string())
+    }
+
+    /// Appends this record's stored form to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let mut flags = 0;
+        if self.transaction_id.is_none() {
+            flags |= MINTED_TXN;
+        }
+        if self.trace_id.is_some() {
+            flags |= TRACE;
+        }
+        if let Content::Kafka(k) = &self.content {
+            flags |= KAFKA;
+            if k.key.is_some() {
+                flags |= KEY;
+            }
+            if k.value.is_some() {
+                flags |= VALUE;
+            }
+        }
+        out.push(flags);
+        out.extend_from_slice(self.message_id.as_bytes());
+        if let Some(txn) = &self.transaction_id {
+            put_bytes(out, txn.as_bytes());
+        }
+        if let Some(trace) = &self.trace_id {
+            out.extend_from_slice(trace.as_bytes());
+        }
+        match &self.content {
+            Content::Json(json) => put_bytes(out, json.as_bytes()),
+            Content::Kafka(k) => {
+                put_varint(out, zigzag(k.timestamp_ms));
+                if let Some(key) = &k.key {
+                    put_bytes(out, key);
+                }
+                if let Some(value) = &k.value {
+                    put_bytes(out, value);
+                }
+                put_varint(out, k.headers.len() as u64);
+                for h in &k.headers {
+                    put_bytes(out, &h.key);
+                    match &h.value {
+                        None => put_varint(out, 0),
+                        Some(v) => {
+                            put_varint(out, v.len() as u64 + 1);
+                            out.extend_from_slice(v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads one record from the front of `buf`, advancing it.
+    pub fn decode(buf: &mut Bytes) -> Result<Self> {
+        let flags = take_u8(buf)?;
+        let message_id = take_uuid(buf)?;
+        let transaction_id = if flags & MINTED_TXN == 0 {
+            let raw = take_bytes(buf)?;
+            Some(String::from_utf8(raw.to_vec()).map_err(|_| corrupt("transaction id"))?)
+        } else {
+            None
+        };
+        let trace_id = if flags & TRACE != 0 {
+            Some(take_uuid(buf)?)
+        } else {
+            None
+        };
+        let content = if flags & KAFKA == 0 {
+            let raw = take_bytes(buf)?;
+            Content::Json(String::from_utf8(raw.to_vec()).map_err(|_| corrupt("json payload"))?)
+        } else {
+            let timestamp_ms = unzigzag(take_varint(buf)?);
+            let key = (flags & KEY != 0).then(|| take_bytes(buf)).transpose()?;
+            let value = (flags & VALUE != 0).then(|| take_bytes(buf)).transpose()?;
+            let count = take_varint(buf)?;
+            let mut headers = Vec::with_capacity(count.min(1024) as usize);
+            for _ in 0..count {
+                let key = take_bytes(buf)?;
+                let value = match take_varint(buf)? {
+                    0 => None,
+                    n => Some(take_exact(buf, n - 1)?),
+                };
+                headers.push(Header { key, value });
+            }
+            Content::Kafka(KafkaRecord {
+                key,
+                value,
+                headers,
+                timestamp_ms,
+            })
+        };
+        Ok(Self {
+            message_id,
+            transaction_id,
+            trace_id,
+            content,
+        })
+    }
+}
+
+/// Packs records into the `records` column of a segment.
+pub fn encode_segment<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in records {
+        r.encode(&mut out);
+    }
+    out
+}
+
+/// Unpacks the `records` column of a segment of `count` records.
+pub fn decode_segment(format: i16, mut blob: Bytes, count: usize) -> Result<Vec<Record>> {
+    if format != FORMAT_V1 {
+        return Err(corrupt("unknown segment format"));
+    }
+    let mut records = Vec::with_capacity(count);
+    for _ in 0..count {
+        records.push(Record::decode(&mut blob)?);
+    }
+    if blob.has_remaining() {
+        return Err(corrupt("trailing bytes in segment"));
+    }
+    Ok(records)
+}
+
+fn corrupt(what: &str) -> StorageError {
+    StorageError::Corrupt(format!("segment record: bad {what}"))
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+fn take_u8(buf: &mut Bytes) -> Result<u8> {
+    if buf.has_remaining() {
+        Ok(buf.get_u8())
+    } else {
+        Err(corrupt("length"))
+    }
+}
+
+fn take_varint(buf: &mut Bytes) -> Result<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = take_u8(buf)?;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(corrupt("varint"))
+}
+
+fn take_exact(buf: &mut Bytes, n: u64) -> Result<Bytes> {
+    let n = usize::try_from(n).map_err(|_| corrupt("length"))?;
+    if buf.remaining() < n {
+        return Err(corrupt("length"));
+    }
+    Ok(buf.split_to(n))
+}
+
+fn take_bytes(buf: &mut Bytes) -> Result<Bytes> {
+    let n = take_varint(buf)?;
+    take_exact(buf, n)
+}
+
+fn take_uuid(buf: &mut Bytes) -> Result<Uuid> {
+    let raw = take_exact(buf, 16)?;
+    Uuid::from_slice(&raw).map_err(|_| corrupt("uuid"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(txn: Option<&str>, trace: bool) -> Record {
+        Record {
+            message_id: Uuid::now_v7(),
+            transaction_id: txn.map(str::to_owned),
+            trace_id: trace.then(Uuid::new_v4),
+            content: Content::Json(r#"{"a":[1,"é"]}"#.to_owned()),
+        }
+    }
+
+    fn kafka(key: Option<&[u8]>, value: Option<&[u8]>, ts: i64) -> Record {
+        Record {
+            message_id: Uuid::now_v7(),
+            transaction_id: None,
+            trace_id: None,
+            content: Content::Kafka(KafkaRecord {
+                key: key.map(Bytes::copy_from_slice),
+                value: value.map(Bytes::copy_from_slice),
+                headers: vec![
+                    Header {
+                        key: Bytes::from_static(b"h"),
+                        value: None,
+                    },
+                    Header {
+                        key: Bytes::from_static(b"h"),
+                        value: Some(Bytes::from_static(&[0xff, 0, 1])),
+                    },
+                    Header {
+                        key: Bytes::from_static(b"empty"),
+                        value: Some(Bytes::new()),
+                    },
+                ],
+                timestamp_ms: ts,
+            }),
+        }
+    }
+
+    #[test]
+    fn segments_round_trip_both_kinds() {
+        let records = vec![
+            json(Some("order-1"), true),
+            json(None, false),
+            kafka(Some(b"k"), Some(&[0, 159, 146, 150]), 1_700_000_000_000),
+            kafka(None, None, -5),
+            kafka(Some(b""), Some(b""), 0),
+        ];
+        let blob = encode_segment(&records);
+        let back = decode_segment(FORMAT_V1, Bytes::from(blob), records.len()).expect("decodes");
+        assert_eq!(back, records);
+        assert_eq!(back[1].transaction_id(), back[1].message_id.to_string());
+        assert_eq!(back[0].transaction_id(), "order-1");
+    }
+
+    #[test]
+    fn damaged_segments_are_errors_not_panics() {
+        let blob = encode_segment(&[json(Some("x"), true), kafka(Some(b"k"), None, 7)]);
+        for cut in 0..blob.len() {
+            let r = decode_segment(FORMAT_V1, Bytes::copy_from_slice(&blob[..cut]), 2);
+            assert!(r.is_err(), "cut at {cut} must fail");
+        }
+        assert!(decode_segment(2, Bytes::from(blob), 2).is_err());
+    }
+}

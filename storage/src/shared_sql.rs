@@ -1,0 +1,322 @@
+//! Statements whose SQL is the same on SQLite and PostgreSQL, written once.
+//!
+//! [`shared_statements!`] expands, inside each backend module, to the
+//! catalog and read methods of that backend's store. Only the SQL that really
+//! differs (locking, bulk inserts, array parameters) lives in the backends.
+
+/// Expands to the backend-independent methods of a store type that has a
+/// `begin_write()` transaction and a `reader()` pool. `$lock` is the row-lock clause of the
+/// backend (`FOR UPDATE`, or nothing on SQLite, whose single writer already
+/// serialises).
+macro_rules! shared_statements {
+    ($store:ty, $lock:literal) => {
+        impl $store {
+            /// Creates the queue or replaces all its options, and makes sure
+            /// its `Default` partition exists. Returns the queue id.
+            pub(crate) async fn configure(
+                &self,
+                name: &str,
+                options: &$crate::options::QueueOptions,
+                now_ms: i64,
+            ) -> $crate::error::Result<i64> {
+                let json = serde_json::to_string(options)
+                    .map_err(|e| $crate::StorageError::Corrupt(e.to_string()))?;
+                let mut tx = self.begin_write().await?;
+                let (queue_id,): (i64,) = sqlx::query_as(
+                    "INSERT INTO queues (name, options, dedup_window_seconds, created_at) \
+                     VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (name) DO UPDATE SET options = excluded.options, \
+                     dedup_window_seconds = excluded.dedup_window_seconds RETURNING id",
+                )
+                .bind(name)
+                .bind(&json)
+                .bind(options.dedup_window_seconds)
+                .bind(now_ms)
+                .fetch_one(&mut *tx)
+                .await?;
+                Self::partition_in(&mut tx, queue_id, $crate::model::DEFAULT_PARTITION, now_ms).await?;
+                tx.commit().await?;
+                Ok(queue_id)
+            }
+
+            /// The id of the partition, creating the queue (with
+            /// `options_if_new`) and the partition when missing.
+            pub(crate) async fn ensure_partition(
+                &self,
+                queue: &str,
+                partition: &str,
+                options_if_new: &$crate::options::QueueOptions,
+                now_ms: i64,
+            ) -> $crate::error::Result<i64> {
+                let json = serde_json::to_string(options_if_new)
+                    .map_err(|e| $crate::StorageError::Corrupt(e.to_string()))?;
+                let mut tx = self.begin_write().await?;
+                sqlx::query(
+                    "INSERT INTO queues (name, options, dedup_window_seconds, created_at) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
+                )
+                .bind(queue)
+                .bind(&json)
+                .bind(options_if_new.dedup_window_seconds)
+                .bind(now_ms)
+                .execute(&mut *tx)
+                .await?;
+                // The queue row lock serialises the choice of the next Kafka index.
+                let (queue_id,): (i64,) =
+                    sqlx::query_as(concat!("SELECT id FROM queues WHERE name = $1 ", $lock))
+                        .bind(queue)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                let id = Self::partition_in(&mut tx, queue_id, partition, now_ms).await?;
+                tx.commit().await?;
+                Ok(id)
+            }
+
+            async fn partition_in(
+                tx: &mut sqlx::Transaction<'_, <$store as $crate::shared_sql::Backend>::Db>,
+                queue_id: i64,
+                partition: &str,
+                now_ms: i64,
+            ) -> $crate::error::Result<i64> {
+                let existing: Option<(i64,)> =
+                    sqlx::query_as("SELECT id FROM partitions WHERE queue_id = $1 AND name = $2")
+                        .bind(queue_id)
+                        .bind(partition)
+                        .fetch_optional(&mut **tx)
+                        .await?;
+                if let Some((id,)) = existing {
+                    return Ok(id);
+                }
+                let (id,): (i64,) = sqlx::query_as(
+                    "INSERT INTO partitions (queue_id, name, kafka_index, created_at) \
+                     SELECT $1, $2, COALESCE(MAX(kafka_index) + 1, 0), $3 \
+                     FROM partitions WHERE queue_id = $1 RETURNING id",
+                )
+                .bind(queue_id)
+                .bind(partition)
+                .bind(now_ms)
+                .fetch_one(&mut **tx)
+                .await?;
+                Ok(id)
+            }
+
+            /// The queue with its partitions, if it exists.
+            pub(crate) async fn queue(
+                &self,
+                name: &str,
+            ) -> $crate::error::Result<Option<$crate::model::QueueInfo>> {
+                let row: Option<(i64, String, String, i64)> = sqlx::query_as(
+                    "SELECT id, name, options, created_at FROM queues WHERE name = $1",
+                )
+                .bind(name)
+                .fetch_optional(self.reader())
+                .await?;
+                let Some(row) = row else { return Ok(None) };
+                let partitions: Vec<PartitionRow> = sqlx::query_as(concat!(
+                    "SELECT queue_id, id, name, kafka_index, created_at, next_offset, log_start, ",
+                    "last_created_at FROM partitions WHERE queue_id = $1 ORDER BY kafka_index"
+                ))
+                .bind(row.0)
+                .fetch_all(self.reader())
+                .await?;
+                Ok(Some($crate::shared_sql::queue_info(row, partitions)?))
+            }
+
+            /// Every queue with its partitions, by name.
+            pub(crate) async fn queues(&self) -> $crate::error::Result<Vec<$crate::model::QueueInfo>> {
+                let rows: Vec<(i64, String, String, i64)> = sqlx::query_as(
+                    "SELECT id, name, options, created_at FROM queues ORDER BY name",
+                )
+                .fetch_all(self.reader())
+                .await?;
+                let partitions: Vec<PartitionRow> = sqlx::query_as(concat!(
+                    "SELECT queue_id, id, name, kafka_index, created_at, next_offset, log_start, ",
+                    "last_created_at FROM partitions ORDER BY queue_id, kafka_index"
+                ))
+                .fetch_all(self.reader())
+                .await?;
+                $crate::shared_sql::queue_infos(rows, partitions)
+            }
+
+            /// Deletes the queue with its partitions, messages and index.
+            /// Returns whether it existed.
+            pub(crate) async fn delete_queue(&self, name: &str) -> $crate::error::Result<bool> {
+                let mut tx = self.begin_write().await?;
+                let row: Option<(i64,)> =
+                    sqlx::query_as(concat!("SELECT id FROM queues WHERE name = $1 ", $lock))
+                        .bind(name)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let Some((queue_id,)) = row else { return Ok(false) };
+                for table in ["dedup_index", "segments"] {
+                    sqlx::query(&format!(
+                        "DELETE FROM {table} WHERE partition_id IN \
+                         (SELECT id FROM partitions WHERE queue_id = $1)"
+                    ))
+                    .bind(queue_id)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                sqlx::query("DELETE FROM partitions WHERE queue_id = $1")
+                    .bind(queue_id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM queues WHERE id = $1")
+                    .bind(queue_id)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            /// Up to `max` messages of the partition from offset `from` on.
+            pub(crate) async fn read(
+                &self,
+                partition_id: i64,
+                from: i64,
+                max: usize,
+            ) -> $crate::error::Result<Vec<$crate::model::StoredMessage>> {
+                let mut out = Vec::new();
+                let mut next = from;
+                while out.len() < max {
+                    let rows: Vec<(i64, i64, i64, i16, Vec<u8>)> = sqlx::query_as(
+                        "SELECT base_offset, record_count, created_at, format, records FROM segments \
+                         WHERE partition_id = $1 AND base_offset + record_count > $2 \
+                         ORDER BY base_offset LIMIT 16",
+                    )
+                    .bind(partition_id)
+                    .bind(next)
+                    .fetch_all(self.reader())
+                    .await?;
+                    if rows.is_empty() {
+                        break;
+                    }
+                    for (base_offset, count, created_at, format, records) in rows {
+                        let segment = $crate::append::SegmentRow { base_offset, count, created_at, format, records };
+                        $crate::shared_sql::take_from(segment, &mut next, max, &mut out)?;
+                    }
+                }
+                Ok(out)
+            }
+
+            /// The segment of the partition that holds `offset`, if still stored.
+            async fn segment_at_in(
+                conn: &mut <<$store as $crate::shared_sql::Backend>::Db as sqlx::Database>::Connection,
+                partition_id: i64,
+                offset: i64,
+            ) -> $crate::error::Result<Option<$crate::append::SegmentRow>> {
+                let row: Option<(i64, i64, i64, i16, Vec<u8>)> = sqlx::query_as(
+                    "SELECT base_offset, record_count, created_at, format, records FROM segments \
+                     WHERE partition_id = $1 AND base_offset <= $2 \
+                     ORDER BY base_offset DESC LIMIT 1",
+                )
+                .bind(partition_id)
+                .bind(offset)
+                .fetch_optional(&mut *conn)
+                .await?;
+                Ok(row
+                    .map(|(base_offset, count, created_at, format, records)| $crate::append::SegmentRow {
+                        base_offset,
+                        count,
+                        created_at,
+                        format,
+                        records,
+                    })
+                    .filter(|s| offset < s.base_offset + s.count))
+            }
+        }
+    };
+}
+
+pub(crate) use shared_statements;
+
+use crate::append::SegmentRow;
+use crate::error::{Result, StorageError};
+use crate::model::{PartitionInfo, QueueInfo, StoredMessage};
+
+/// Ties a store type to its sqlx database, for the macro's signatures.
+pub(crate) trait Backend {
+    type Db: sqlx::Database;
+}
+
+/// A `partitions` row as the shared statements select it.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct PartitionRow {
+    queue_id: i64,
+    id: i64,
+    name: String,
+    kafka_index: i32,
+    created_at: i64,
+    next_offset: i64,
+    log_start: i64,
+    last_created_at: i64,
+}
+
+impl From<PartitionRow> for PartitionInfo {
+    fn from(r: PartitionRow) -> Self {
+        Self {
+            id: r.id,
+            name: r.name,
+            kafka_index: r.kafka_index,
+            created_at_ms: r.created_at,
+            next_offset: r.next_offset,
+            log_start: r.log_start,
+            last_created_at_ms: r.last_created_at,
+        }
+    }
+}
+
+pub(crate) fn queue_info(
+    (id, name, options, created_at_ms): (i64, String, String, i64),
+    partitions: Vec<PartitionRow>,
+) -> Result<QueueInfo> {
+    Ok(QueueInfo {
+        id,
+        name,
+        options: serde_json::from_str(&options)
+            .map_err(|e| StorageError::Corrupt(format!("queue options: {e}")))?,
+        created_at_ms,
+        partitions: partitions.into_iter().map(Into::into).collect(),
+    })
+}
+
+pub(crate) fn queue_infos(
+    rows: Vec<(i64, String, String, i64)>,
+    partitions: Vec<PartitionRow>,
+) -> Result<Vec<QueueInfo>> {
+    let mut by_queue: std::collections::HashMap<i64, Vec<PartitionRow>> = Default::default();
+    for p in partitions {
+        by_queue.entry(p.queue_id).or_default().push(p);
+    }
+    rows.into_iter()
+        .map(|row| {
+            let parts = by_queue.remove(&row.0).unwrap_or_default();
+            queue_info(row, parts)
+        })
+        .collect()
+}
+
+/// Appends the messages of `segment` at or after `*next` to `out`, up to
+/// `max` in all, and moves `*next` past them.
+pub(crate) fn take_from(
+    segment: SegmentRow,
+    next: &mut i64,
+    max: usize,
+    out: &mut Vec<StoredMessage>,
+) -> Result<()> {
+    let base = segment.base_offset;
+    let created_at_ms = segment.created_at;
+    for (i, record) in segment.decode()?.into_iter().enumerate() {
+        let offset = base + i as i64;
+        if offset < *next || out.len() >= max {
+            continue;
+        }
+        out.push(StoredMessage {
+            offset,
+            created_at_ms,
+            record,
+        });
+        *next = offset + 1;
+    }
+    Ok(())
+}

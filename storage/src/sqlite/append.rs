@@ -1,0 +1,132 @@
+//! The append statements on SQLite: multi-row inserts, `IN` lists.
+
+use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
+
+use super::SqliteStore;
+use crate::append::{
+    append, AppendJob, AppendTx, IndexHit, IndexRow, JobOutcome, NewSegment, PartitionHead,
+    SegmentRow,
+};
+use crate::error::Result;
+
+/// Bind parameters per statement, well under SQLite's limit of 32766.
+const MAX_PARAMS: usize = 30_000;
+
+struct Tx<'c>(&'c mut SqliteConnection);
+
+impl AppendTx for Tx<'_> {
+    async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>> {
+        let mut heads = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(MAX_PARAMS) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "SELECT p.id, p.next_offset, p.last_created_at, q.dedup_window_seconds \
+                 FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id IN (",
+            );
+            let mut list = q.separated(", ");
+            for id in chunk {
+                list.push_bind(id);
+            }
+            q.push(") ORDER BY p.id");
+            let rows: Vec<(i64, i64, i64, i64)> =
+                q.build_query_as().fetch_all(&mut *self.0).await?;
+            heads.extend(
+                rows.into_iter()
+                    .map(|(id, next_offset, last_created_at, window)| PartitionHead {
+                        id,
+                        next_offset,
+                        last_created_at,
+                        dedup_window_seconds: window,
+                    }),
+            );
+        }
+        Ok(heads)
+    }
+
+    async fn probe(
+        &mut self,
+        partition_id: i64,
+        hashes: &[i64],
+        since_ms: i64,
+    ) -> Result<Vec<IndexHit>> {
+        let mut hits = Vec::new();
+        for chunk in hashes.chunks(MAX_PARAMS) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "SELECT txn_hash, \"offset\" FROM dedup_index WHERE partition_id = ",
+            );
+            q.push_bind(partition_id);
+            q.push(" AND created_at >= ");
+            q.push_bind(since_ms);
+            q.push(" AND txn_hash IN (");
+            let mut list = q.separated(", ");
+            for h in chunk {
+                list.push_bind(h);
+            }
+            q.push(")");
+            let rows: Vec<(i64, i64)> = q.build_query_as().fetch_all(&mut *self.0).await?;
+            hits.extend(
+                rows.into_iter()
+                    .map(|(txn_hash, offset)| IndexHit { txn_hash, offset }),
+            );
+        }
+        Ok(hits)
+    }
+
+    async fn segment_at(&mut self, partition_id: i64, offset: i64) -> Result<Option<SegmentRow>> {
+        SqliteStore::segment_at_in(self.0, partition_id, offset).await
+    }
+
+    async fn write(
+        &mut self,
+        segments: &[NewSegment],
+        index: &[IndexRow],
+        heads: &[PartitionHead],
+    ) -> Result<()> {
+        for chunk in segments.chunks(MAX_PARAMS / 6) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO segments (partition_id, base_offset, record_count, created_at, format, records) ",
+            );
+            q.push_values(chunk, |mut row, s| {
+                row.push_bind(s.partition_id)
+                    .push_bind(s.base_offset)
+                    .push_bind(s.count)
+                    .push_bind(s.created_at)
+                    .push_bind(crate::record::FORMAT_V1)
+                    .push_bind(&s.records);
+            });
+            q.build().execute(&mut *self.0).await?;
+        }
+        for chunk in index.chunks(MAX_PARAMS / 4) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO dedup_index (partition_id, txn_hash, \"offset\", created_at) ",
+            );
+            q.push_values(chunk, |mut row, r| {
+                row.push_bind(r.partition_id)
+                    .push_bind(r.txn_hash)
+                    .push_bind(r.offset)
+                    .push_bind(r.created_at);
+            });
+            q.build().execute(&mut *self.0).await?;
+        }
+        for head in heads {
+            sqlx::query(
+                "UPDATE partitions SET next_offset = $1, last_created_at = $2 WHERE id = $3",
+            )
+            .bind(head.next_offset)
+            .bind(head.last_created_at)
+            .bind(head.id)
+            .execute(&mut *self.0)
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+impl SqliteStore {
+    /// Runs a group commit in one transaction on the writer connection.
+    pub(crate) async fn append(&self, jobs: &[AppendJob], now_ms: i64) -> Result<Vec<JobOutcome>> {
+        let mut tx = self.begin_write().await?;
+        let outcomes = append(&mut Tx(&mut tx), jobs, now_ms).await?;
+        tx.commit().await?;
+        Ok(outcomes)
+    }
+}

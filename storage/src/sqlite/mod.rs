@@ -1,0 +1,74 @@
+//! The embedded SQLite backend: one writer connection (SQLite has one writer
+//! anyway) and a pool of readers, in WAL mode.
+
+mod append;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, SqlitePool};
+
+use crate::error::Result;
+use crate::shared_sql::{shared_statements, Backend, PartitionRow};
+
+/// The SQLite store.
+#[derive(Debug, Clone)]
+pub(crate) struct SqliteStore {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+impl Backend for SqliteStore {
+    type Db = Sqlite;
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database file of `url` and migrates it.
+    pub(crate) async fn connect(url: &str) -> Result<Self> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // FULL: a commit survives power loss, not only a process crash.
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(30))
+            .pragma("cache_size", "-65536");
+        if let Some(dir) = options.get_filename().parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    crate::StorageError::InvalidInput(format!(
+                        "cannot create the database directory {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+            }
+        }
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.read_only(true))
+            .await?;
+        Ok(Self { writer, reader })
+    }
+
+    /// A write transaction that takes SQLite's write lock at once, so it never
+    /// has to upgrade a read lock (which fails instead of waiting).
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Sqlite>> {
+        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    fn reader(&self) -> &SqlitePool {
+        &self.reader
+    }
+
+    pub(crate) async fn close(&self) {
+        self.reader.close().await;
+        self.writer.close().await;
+    }
+}
+
+shared_statements!(SqliteStore, "");

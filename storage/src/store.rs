@@ -1,0 +1,97 @@
+//! The two backends behind one type. Everything above this module is
+//! backend-agnostic; everything below it is SQL.
+
+use crate::append::{AppendJob, JobOutcome};
+use crate::error::Result;
+use crate::model::{QueueInfo, StoredMessage};
+use crate::options::QueueOptions;
+use crate::postgres::PgStore;
+use crate::sqlite::SqliteStore;
+
+/// A connected backend, chosen by the database URL.
+#[derive(Debug, Clone)]
+pub(crate) enum Store {
+    Sqlite(SqliteStore),
+    Postgres(PgStore),
+}
+
+/// Calls the same method on whichever backend this is.
+macro_rules! on_backend {
+    ($self:ident, $s:ident => $call:expr) => {
+        match $self {
+            Store::Sqlite($s) => $call,
+            Store::Postgres($s) => $call,
+        }
+    };
+}
+
+impl Store {
+    /// Connects to `url` (`sqlite:` or `postgres:`) and applies the migrations.
+    pub(crate) async fn connect(url: &str) -> Result<Self> {
+        if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Ok(Self::Postgres(PgStore::connect(url).await?))
+        } else if url.starts_with("sqlite:") {
+            Ok(Self::Sqlite(SqliteStore::connect(url).await?))
+        } else {
+            Err(crate::StorageError::InvalidInput(format!(
+                "unsupported database URL {url:?}: use sqlite:… or postgres://…"
+            )))
+        }
+    }
+
+    /// How many writer tasks suit this backend: SQLite has one writer.
+    pub(crate) fn writer_shards(&self) -> usize {
+        match self {
+            Self::Sqlite(_) => 1,
+            Self::Postgres(_) => 4,
+        }
+    }
+
+    pub(crate) async fn append(&self, jobs: &[AppendJob], now_ms: i64) -> Result<Vec<JobOutcome>> {
+        on_backend!(self, s => s.append(jobs, now_ms).await)
+    }
+
+    pub(crate) async fn configure(
+        &self,
+        name: &str,
+        options: &QueueOptions,
+        now_ms: i64,
+    ) -> Result<i64> {
+        on_backend!(self, s => s.configure(name, options, now_ms).await)
+    }
+
+    pub(crate) async fn ensure_partition(
+        &self,
+        queue: &str,
+        partition: &str,
+        options_if_new: &QueueOptions,
+        now_ms: i64,
+    ) -> Result<i64> {
+        on_backend!(self, s => s.ensure_partition(queue, partition, options_if_new, now_ms).await)
+    }
+
+    pub(crate) async fn queue(&self, name: &str) -> Result<Option<QueueInfo>> {
+        on_backend!(self, s => s.queue(name).await)
+    }
+
+    pub(crate) async fn queues(&self) -> Result<Vec<QueueInfo>> {
+        on_backend!(self, s => s.queues().await)
+    }
+
+    pub(crate) async fn delete_queue(&self, name: &str) -> Result<bool> {
+        on_backend!(self, s => s.delete_queue(name).await)
+    }
+
+    pub(crate) async fn read(
+        &self,
+        partition_id: i64,
+        from: i64,
+        max: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        on_backend!(self, s => s.read(partition_id, from, max).await)
+    }
+
+    pub(crate) async fn close(&self) {
+        on_backend!(self, s => s.close().await)
+    }
+}

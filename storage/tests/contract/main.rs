@@ -1,0 +1,54 @@
+//! The storage contract: every scenario runs on SQLite and on PostgreSQL,
+//! each on a fresh database.
+
+mod push;
+mod queues;
+mod support;
+
+/// Instantiates each scenario `module::name(&Db)` once per backend.
+macro_rules! contract {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    sqlx::any::install_default_drivers();
+                    let db = crate::support::Db::sqlite().await;
+                    crate::$module::$name(&db).await;
+                    db.drop_db().await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    sqlx::any::install_default_drivers();
+                    let db = crate::support::Db::postgres().await;
+                    crate::$module::$name(&db).await;
+                    db.drop_db().await;
+                }
+            )*
+        }
+    };
+}
+
+contract!(
+    queues::configure_is_a_full_replace,
+    queues::partitions_get_kafka_indexes_in_creation_order,
+    queues::delete_removes_everything,
+    queues::invalid_names_are_refused,
+    push::offsets_are_gapless_per_partition,
+    push::content_round_trips,
+    push::duplicate_in_window_answers_the_original,
+    push::repeat_inside_a_request_is_stored_once,
+    push::other_partition_or_queue_is_a_new_message,
+    push::window_zero_stores_every_push,
+    push::duplicate_after_the_window_is_new,
+    push::missing_transaction_id_is_the_message_id,
+    push::oversized_transaction_id_writes_nothing,
+    push::unreadable_original_answers_the_nil_id,
+    push::concurrent_pushes_of_one_id_store_it_once,
+    push::two_engines_store_one_id_once,
+    push::concurrent_offsets_stay_gapless,
+);

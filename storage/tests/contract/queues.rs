@@ -1,0 +1,110 @@
+//! Queues and partitions: configure, Kafka indexes, delete, names.
+
+use storage::{QueueOptions, StorageError, DEFAULT_PARTITION};
+
+use crate::push::{json_item, push_one};
+use crate::support::Db;
+
+pub async fn configure_is_a_full_replace(db: &Db) {
+    let engine = db.engine().await;
+    let day = QueueOptions {
+        dedup_window_seconds: 86_400,
+        lease_time: 10,
+        ..QueueOptions::default()
+    };
+    let q = engine
+        .configure_queue("orders", &day)
+        .await
+        .expect("configure");
+    assert_eq!(q.options.dedup_window_seconds, 86_400);
+    assert_eq!(q.partitions.len(), 1);
+    assert_eq!(q.partitions[0].name, DEFAULT_PARTITION);
+
+    let partial = QueueOptions {
+        lease_time: 20,
+        ..QueueOptions::default()
+    };
+    let q2 = engine
+        .configure_queue("orders", &partial)
+        .await
+        .expect("reconfigure");
+    assert_eq!(q2.id, q.id, "same queue");
+    assert_eq!(q2.options.lease_time, 20);
+    assert_eq!(
+        q2.options.dedup_window_seconds, 3600,
+        "omitted option returns to its default"
+    );
+    assert_eq!(q2.partitions.len(), 1, "Default is not created twice");
+}
+
+pub async fn partitions_get_kafka_indexes_in_creation_order(db: &Db) {
+    let engine = db.engine().await;
+    push_one(&engine, "q", "b", Some("1")).await;
+    push_one(&engine, "q", "a", Some("1")).await;
+    push_one(&engine, "q", "c", Some("1")).await;
+    push_one(&engine, "q", "a", Some("2")).await;
+    let q = engine.queue("q").await.expect("read").expect("exists");
+    let names: Vec<(&str, i32)> = q
+        .partitions
+        .iter()
+        .map(|p| (p.name.as_str(), p.kafka_index))
+        .collect();
+    assert_eq!(names, [("b", 0), ("a", 1), ("c", 2)]);
+    assert_eq!(q.total_messages(), 4);
+}
+
+pub async fn delete_removes_everything(db: &Db) {
+    let engine = db.engine().await;
+    push_one(&engine, "gone", "p", Some("t1")).await;
+    push_one(&engine, "kept", "p", Some("t1")).await;
+    assert!(engine.delete_queue("gone").await.expect("delete"));
+    assert!(
+        !engine.delete_queue("gone").await.expect("delete again"),
+        "second delete finds nothing"
+    );
+    assert!(engine.queue("gone").await.expect("read").is_none());
+    assert!(engine
+        .read("gone", "p", 0, 10)
+        .await
+        .expect("read")
+        .is_empty());
+
+    // A push recreates the queue from scratch: offsets restart, the old id is forgotten.
+    let again = push_one(&engine, "gone", "p", Some("t1")).await;
+    assert_eq!(again.status, storage::PushStatus::Queued);
+    assert_eq!(again.offset, 0);
+    let kept = engine.read("kept", "p", 0, 10).await.expect("read");
+    assert_eq!(kept.len(), 1, "other queues are untouched");
+}
+
+pub async fn invalid_names_are_refused(db: &Db) {
+    let engine = db.engine().await;
+    for bad in ["", "a/b", "a?b", "a#b", "a\nb"] {
+        let err = engine
+            .push(vec![json_item(bad, "p", None, "1")])
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(err, StorageError::InvalidInput(_)),
+            "{bad:?}: {err}"
+        );
+        let err = engine
+            .push(vec![json_item("q", bad, None, "1")])
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(err, StorageError::InvalidInput(_)),
+            "{bad:?}: {err}"
+        );
+    }
+    let long = "x".repeat(storage::MAX_NAME_BYTES + 1);
+    let err = engine
+        .push(vec![json_item(&long, "p", None, "1")])
+        .await
+        .expect_err("refused");
+    assert!(matches!(err, StorageError::NameTooLong { .. }));
+    assert!(
+        engine.queues().await.expect("list").is_empty(),
+        "nothing was created"
+    );
+}
