@@ -267,6 +267,16 @@ impl Engine {
         self.inner.store.read(p.id, from, max).await
     }
 
+    /// Checks that the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        self.inner.store.ping().await
+    }
+
+    /// Which backend this engine runs on: `"sqlite"` or `"postgres"`.
+    pub fn backend(&self) -> &'static str {
+        self.inner.store.name()
+    }
+
     /// Closes the database connections. Appends still queued fail.
     pub async fn close(&self) {
         self.inner.store.close().await;

@@ -91,6 +91,8 @@ pub struct PartitionInfo {
     pub log_start: i64,
     /// Creation time of the newest message, ms since the epoch (0 if none).
     pub last_created_at_ms: i64,
+    /// Creation time of the oldest stored message, if any is stored.
+    pub first_created_at_ms: Option<i64>,
 }
 
 /// A message read back from a partition.

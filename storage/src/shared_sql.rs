@@ -113,8 +113,8 @@ macro_rules! shared_statements {
                 .await?;
                 let Some(row) = row else { return Ok(None) };
                 let partitions: Vec<PartitionRow> = sqlx::query_as(concat!(
-                    "SELECT queue_id, id, name, kafka_index, created_at, next_offset, log_start, ",
-                    "last_created_at FROM partitions WHERE queue_id = $1 ORDER BY kafka_index"
+                    $crate::shared_sql::partition_columns!(),
+                    " WHERE queue_id = $1 ORDER BY kafka_index"
                 ))
                 .bind(row.0)
                 .fetch_all(self.reader())
@@ -130,8 +130,8 @@ macro_rules! shared_statements {
                 .fetch_all(self.reader())
                 .await?;
                 let partitions: Vec<PartitionRow> = sqlx::query_as(concat!(
-                    "SELECT queue_id, id, name, kafka_index, created_at, next_offset, log_start, ",
-                    "last_created_at FROM partitions ORDER BY queue_id, kafka_index"
+                    $crate::shared_sql::partition_columns!(),
+                    " ORDER BY queue_id, kafka_index"
                 ))
                 .fetch_all(self.reader())
                 .await?;
@@ -199,6 +199,12 @@ macro_rules! shared_statements {
                 Ok(out)
             }
 
+            /// Checks that the database answers.
+            pub(crate) async fn ping(&self) -> $crate::error::Result<()> {
+                sqlx::query("SELECT 1").execute(self.reader()).await?;
+                Ok(())
+            }
+
             /// The segment of the partition that holds `offset`, if still stored.
             async fn segment_at_in(
                 conn: &mut <<$store as $crate::shared_sql::Backend>::Db as sqlx::Database>::Connection,
@@ -230,6 +236,19 @@ macro_rules! shared_statements {
 
 pub(crate) use shared_statements;
 
+/// The select list of a [`PartitionRow`], including the creation time of the
+/// oldest stored segment.
+macro_rules! partition_columns {
+    () => {
+        "SELECT p.queue_id, p.id, p.name, p.kafka_index, p.created_at, p.next_offset, \
+         p.log_start, p.last_created_at, (SELECT s.created_at FROM segments s \
+         WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1) AS first_created_at \
+         FROM partitions p"
+    };
+}
+
+pub(crate) use partition_columns;
+
 use crate::append::SegmentRow;
 use crate::error::{Result, StorageError};
 use crate::model::{PartitionInfo, QueueInfo, StoredMessage};
@@ -250,6 +269,7 @@ pub(crate) struct PartitionRow {
     next_offset: i64,
     log_start: i64,
     last_created_at: i64,
+    first_created_at: Option<i64>,
 }
 
 impl From<PartitionRow> for PartitionInfo {
@@ -262,6 +282,7 @@ impl From<PartitionRow> for PartitionInfo {
             next_offset: r.next_offset,
             log_start: r.log_start,
             last_created_at_ms: r.last_created_at,
+            first_created_at_ms: r.first_created_at,
         }
     }
 }

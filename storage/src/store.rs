@@ -91,6 +91,17 @@ impl Store {
         on_backend!(self, s => s.read(partition_id, from, max).await)
     }
 
+    pub(crate) async fn ping(&self) -> Result<()> {
+        on_backend!(self, s => s.ping().await)
+    }
+
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "sqlite",
+            Self::Postgres(_) => "postgres",
+        }
+    }
+
     pub(crate) async fn close(&self) {
         on_backend!(self, s => s.close().await)
     }

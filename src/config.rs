@@ -1,0 +1,40 @@
+//! The command line and environment of the `queen` binary.
+
+use std::net::SocketAddr;
+
+use clap::Parser;
+
+/// A message broker with the Queen MQ HTTP API and the Kafka wire protocol
+/// on one storage engine. Every flag can also be set from the environment.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "queen", version, about)]
+pub struct Config {
+    /// Address of the HTTP API.
+    #[arg(long, env = "QUEEN_HTTP_ADDR", default_value = "127.0.0.1:6632")]
+    pub http_addr: SocketAddr,
+
+    /// Address of the Kafka listener.
+    #[arg(long, env = "QUEEN_KAFKA_ADDR", default_value = "127.0.0.1:9092")]
+    pub kafka_addr: SocketAddr,
+
+    /// Where everything is stored: `sqlite://path` (created if missing) or
+    /// `postgres://…` for several brokers sharing one database.
+    #[arg(
+        long,
+        env = "QUEEN_DATABASE_URL",
+        default_value = "sqlite://./data/queen.db"
+    )]
+    pub database_url: String,
+
+    /// Log filter, as `info` or `queen=debug,storage=debug`.
+    #[arg(long, env = "QUEEN_LOG", default_value = "info")]
+    pub log_level: String,
+
+    /// Largest HTTP request body accepted, in bytes.
+    #[arg(long, env = "QUEEN_MAX_BODY_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Largest Kafka request frame accepted, in bytes.
+    #[arg(long, env = "QUEEN_MAX_KAFKA_REQUEST_BYTES", default_value_t = 100 * 1024 * 1024)]
+    pub max_kafka_request_bytes: usize,
+}

@@ -1,0 +1,68 @@
+//! How every HTTP error is answered: a status and `{"error", "code"}`.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+use storage::StorageError;
+
+/// An error answered to an HTTP client. Storage failures are logged here and
+/// answered without their internals.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The request is malformed: 400 `bad_request`.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The body is larger than the configured limit: 413 `payload_too_large`.
+    #[error("request body exceeds the limit of {0} bytes")]
+    PayloadTooLarge(usize),
+    /// No route matches: 404 `no_such_route`.
+    #[error("not found")]
+    NoSuchRoute,
+    /// The engine refused or failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+impl ApiError {
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Self::NoSuchRoute => (StatusCode::NOT_FOUND, "no_such_route"),
+            Self::Storage(e) => match e {
+                StorageError::InvalidInput(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+                StorageError::NameTooLong { .. } => {
+                    (StatusCode::PAYLOAD_TOO_LARGE, "name_too_long")
+                }
+                StorageError::QueueNotFound(_) => (StatusCode::NOT_FOUND, "queue_not_found"),
+                StorageError::CommitFailed | StorageError::ShuttingDown => {
+                    (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+                }
+                StorageError::Corrupt(_) | StorageError::Database(_) | StorageError::Migrate(_) => {
+                    (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+                }
+            },
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
+            tracing::error!(error = %self, "request failed");
+            "internal error".to_owned()
+        } else {
+            self.to_string()
+        };
+        let mut response =
+            (status, Json(json!({ "error": message, "code": code }))).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}

@@ -1,0 +1,104 @@
+//! `POST /api/v1/push`: append messages, with exact per-partition dedup.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use storage::{Content, PushItem, PushStatus, Record, DEFAULT_PARTITION};
+use uuid::Uuid;
+
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::render::compact_json;
+use super::AppState;
+
+/// The JSON push body.
+#[derive(Debug, Deserialize)]
+pub struct PushBody {
+    items: Option<Vec<PushItemBody>>,
+}
+
+/// One item of a push, as clients send it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PushItemBody {
+    queue: Option<String>,
+    partition: Option<String>,
+    payload: Option<Box<RawValue>>,
+    transaction_id: Option<String>,
+    trace_id: Option<String>,
+}
+
+/// The answer for one item, in request order.
+#[derive(Debug, Serialize)]
+pub struct PushAnswer {
+    index: usize,
+    message_id: Uuid,
+    transaction_id: String,
+    #[serde(rename = "queueName")]
+    queue_name: String,
+    #[serde(rename = "partitionId")]
+    partition_id: String,
+    status: &'static str,
+    offset: i64,
+}
+
+/// Appends the items; answers 201 with one element per item.
+pub async fn push(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<PushBody>,
+) -> Result<(StatusCode, Json<Vec<PushAnswer>>), ApiError> {
+    let items = body
+        .items
+        .ok_or_else(|| ApiError::BadRequest("items array is required".into()))?;
+    let items = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| to_push_item(i, item))
+        .collect::<Result<Vec<_>, _>>()?;
+    let queues: Vec<String> = items.iter().map(|i| i.queue.clone()).collect();
+    let outcomes = state.engine.push(items).await?;
+    let answers = outcomes
+        .into_iter()
+        .zip(queues)
+        .enumerate()
+        .map(|(index, (o, queue_name))| PushAnswer {
+            index,
+            message_id: o.message_id,
+            transaction_id: o.transaction_id,
+            queue_name,
+            partition_id: o.partition_id.to_string(),
+            status: match o.status {
+                PushStatus::Queued => "queued",
+                PushStatus::Duplicate => "duplicate",
+            },
+            offset: o.offset,
+        })
+        .collect();
+    Ok((StatusCode::CREATED, Json(answers)))
+}
+
+fn to_push_item(index: usize, item: PushItemBody) -> Result<PushItem, ApiError> {
+    let queue = item
+        .queue
+        .ok_or_else(|| ApiError::BadRequest(format!("items[{index}].queue is required")))?;
+    let partition = item
+        .partition
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| DEFAULT_PARTITION.to_owned());
+    let data = item
+        .payload
+        .map_or_else(|| "null".to_owned(), |raw| compact_json(raw.get()));
+    Ok(PushItem {
+        queue,
+        partition,
+        record: Record {
+            message_id: storage::new_message_id(),
+            transaction_id: item.transaction_id,
+            // An unparsable trace id is ignored, as the spec asks, not refused.
+            trace_id: item.trace_id.and_then(|t| Uuid::parse_str(&t).ok()),
+            content: Content::Json(data),
+        },
+    })
+}

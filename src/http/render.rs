@@ -1,0 +1,67 @@
+//! Shapes shared by several routes: timestamps and compact JSON text.
+
+use time::format_description::well_known::iso8601::{
+    Config, EncodedConfig, Iso8601, TimePrecision,
+};
+use time::OffsetDateTime;
+
+const MILLIS: EncodedConfig = Config::DEFAULT
+    .set_time_precision(TimePrecision::Second {
+        decimal_digits: std::num::NonZeroU8::new(3),
+    })
+    .encode();
+
+/// Renders milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn timestamp(ms: i64) -> String {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&Iso8601::<MILLIS>).ok())
+        .unwrap_or_default()
+}
+
+/// Strips the insignificant whitespace out of valid JSON text, leaving
+/// strings untouched: the stored form of a payload is compact JSON.
+pub fn compact_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if !c.is_ascii_whitespace() {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_have_millisecond_precision_in_utc() {
+        assert_eq!(timestamp(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(timestamp(1_778_061_702_123), "2026-05-06T10:01:42.123Z");
+    }
+
+    #[test]
+    fn compaction_keeps_strings_intact() {
+        let pretty = "{ \"a\" : [1, 2],\n \"s\": \"x y \\\" z\\\\\", \"t\" :\t\"\" }";
+        assert_eq!(
+            compact_json(pretty),
+            r#"{"a":[1,2],"s":"x y \" z\\","t":""}"#
+        );
+        let v: serde_json::Value = serde_json::from_str(pretty).expect("valid");
+        let w: serde_json::Value = serde_json::from_str(&compact_json(pretty)).expect("valid");
+        assert_eq!(v, w);
+    }
+}

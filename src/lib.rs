@@ -1,0 +1,100 @@
+//! The `queen` broker: configuration, the HTTP API, and the wiring of both
+//! front doors onto one storage engine.
+//!
+//! - [`config`]: flags and environment.
+//! - [`http`]: the native HTTP API (one file per resource).
+//! - [`run`]: opens the engine, binds both listeners, serves until shutdown.
+
+pub mod config;
+pub mod http;
+
+use std::future::Future;
+
+use anyhow::Context;
+use storage::Engine;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+
+/// Runs the broker until `shutdown` resolves, then drains and closes.
+pub async fn run(
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let engine = Engine::connect(&config.database_url)
+        .await
+        .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
+    let http = TcpListener::bind(config.http_addr)
+        .await
+        .with_context(|| format!("binding the HTTP address {}", config.http_addr))?;
+    let kafka = TcpListener::bind(config.kafka_addr)
+        .await
+        .with_context(|| format!("binding the Kafka address {}", config.kafka_addr))?;
+    // A stable line on stdout that scripts and tests wait for.
+    println!(
+        "queen listening http={} kafka={} database={}",
+        http.local_addr()?,
+        kafka.local_addr()?,
+        engine.backend()
+    );
+
+    let stop = CancellationToken::new();
+    let state = http::AppState {
+        engine: engine.clone(),
+        max_body_bytes: config.max_body_bytes,
+    };
+    let http_task = tokio::spawn(http::serve(http, state, stop.clone().cancelled_owned()));
+    let facade_config = facade::FacadeConfig {
+        max_request_bytes: config.max_kafka_request_bytes,
+    };
+    let kafka_task = tokio::spawn(facade::serve(
+        kafka,
+        engine.clone(),
+        facade_config,
+        stop.clone().cancelled_owned(),
+    ));
+
+    shutdown.await;
+    tracing::info!("shutting down");
+    stop.cancel();
+    http_task.await??;
+    kafka_task.await??;
+    engine.close().await;
+    Ok(())
+}
+
+/// The database URL without its password, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://…@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

@@ -1,0 +1,128 @@
+//! Helpers for end-to-end tests: fresh databases and the real `queen` binary.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use sqlx::Connection;
+
+/// The PostgreSQL server the tests create their databases on.
+pub fn postgres_admin_url() -> String {
+    std::env::var("QUEEN_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// A fresh, empty database; PostgreSQL ones are dropped by [`TestDb::drop_db`].
+pub struct TestDb {
+    pub url: String,
+    _dir: Option<tempfile::TempDir>,
+    pg_name: Option<String>,
+}
+
+impl TestDb {
+    pub fn sqlite() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Self {
+            url: format!("sqlite://{}", dir.path().join("queen.db").display()),
+            _dir: Some(dir),
+            pg_name: None,
+        }
+    }
+
+    pub async fn postgres() -> Self {
+        let admin = postgres_admin_url();
+        let name = format!("queen_test_{}", uuid::Uuid::new_v4().simple());
+        let mut conn = sqlx::PgConnection::connect(&admin)
+            .await
+            .unwrap_or_else(|e| {
+                panic!("PostgreSQL is required at {admin} (QUEEN_TEST_POSTGRES_URL): {e}")
+            });
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .expect("create test database");
+        let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
+        Self {
+            url: format!("{base}/{name}"),
+            _dir: None,
+            pg_name: Some(name),
+        }
+    }
+
+    pub async fn drop_db(self) {
+        if let Some(name) = &self.pg_name {
+            let mut conn = sqlx::PgConnection::connect(&postgres_admin_url())
+                .await
+                .expect("admin connection");
+            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut conn)
+                .await
+                .expect("drop test database");
+        }
+    }
+}
+
+/// A running `queen` process, killed when dropped.
+pub struct Broker {
+    pub child: Child,
+    pub http: String,
+    pub kafka: String,
+}
+
+impl Broker {
+    /// Starts the binary on `database_url` with free ports and waits until it listens.
+    pub fn start(database_url: &str, extra: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_queen"))
+            .args(["--http-addr", "127.0.0.1:0", "--kafka-addr", "127.0.0.1:0"])
+            .args(["--database-url", database_url])
+            .args(extra)
+            .env("QUEEN_LOG", "warn")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn queen");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.starts_with("queen listening") {
+                    let _ = tx.send(line);
+                }
+            }
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("queen did not start listening within 30 s");
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{name}=")))
+                .expect("address in the listening line")
+                .to_owned()
+        };
+        Self {
+            http: format!("http://{}", field("http")),
+            kafka: field("kafka"),
+            child,
+        }
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
+        let status = self.child.wait().expect("wait");
+        std::mem::forget(self);
+        status
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
