@@ -1,1 +1,143 @@
-fn main() {}
+//! Push throughput over HTTP: JSON messages of about 200 bytes in requests of
+//! 1,000, with dedup on (window 3600) and off, to 1 and to 16 partitions, on
+//! SQLite and PostgreSQL. Each scenario runs a fresh broker (the release
+//! binary) on a fresh database and reports messages/s and the broker's peak
+//! resident memory (VmHWM).
+//!
+//! `cargo bench --bench push` runs everything; `-- --backend sqlite`,
+//! `--messages N` and `--clients N` narrow it.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use support::{Broker, TestDb};
+
+struct Args {
+    backends: Vec<String>,
+    messages: usize,
+    clients: usize,
+}
+
+fn args() -> Args {
+    let mut args = Args {
+        backends: vec!["sqlite".into(), "postgres".into()],
+        messages: 200_000,
+        clients: 8,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().unwrap_or_default();
+        match flag.as_str() {
+            "--backend" => args.backends = vec![value()],
+            "--messages" => args.messages = value().parse().unwrap_or(args.messages),
+            "--clients" => args.clients = value().parse().unwrap_or(args.clients),
+            _ => {} // `cargo bench` passes `--bench`.
+        }
+    }
+    args
+}
+
+/// One request body of `per_request` messages of about 200 bytes each, every
+/// one with a unique transaction id.
+fn request_body(queue: &str, partition: &str, request: usize, per_request: usize) -> Bytes {
+    let items: Vec<serde_json::Value> = (0..per_request)
+        .map(|i| {
+            let n = request * per_request + i;
+            serde_json::json!({
+                "queue": queue,
+                "partition": partition,
+                "transactionId": format!("bench-{n:012}"),
+                "payload": {
+                    "orderId": n,
+                    "customer": format!("customer-{:06}", n % 100_000),
+                    "amount": 99.5,
+                    "currency": "EUR",
+                    "note": "a message of about two hundred bytes, as a small business event would be, padded to size",
+                },
+            })
+        })
+        .collect();
+    Bytes::from(serde_json::json!({ "items": items }).to_string())
+}
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+async fn scenario(backend: &str, window: i64, partitions: usize, args: &Args) {
+    let db = match backend {
+        "postgres" => TestDb::postgres().await,
+        _ => TestDb::sqlite(),
+    };
+    let broker = Broker::start(&db.url, &[]);
+    let client = reqwest::Client::new();
+    let queue = "bench";
+    client
+        .post(format!("{}/api/v1/configure", broker.http))
+        .json(&serde_json::json!({"queue": queue, "options": {"dedupWindowSeconds": window}}))
+        .send()
+        .await
+        .expect("configure");
+
+    let per_request = 1000;
+    let requests = args.messages.div_ceil(per_request);
+    let bodies: Vec<Bytes> = (0..requests)
+        .map(|r| request_body(queue, &format!("p{}", r % partitions), r, per_request))
+        .collect();
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(bodies));
+
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..args.clients {
+        let (client, bodies, url) = (client.clone(), bodies.clone(), format!("{}/api/v1/push", broker.http));
+        tasks.spawn(async move {
+            loop {
+                let Some(body) = bodies.lock().expect("lock").pop() else { break };
+                let response = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .expect("push");
+                assert_eq!(response.status().as_u16(), 201, "push failed");
+                response.bytes().await.expect("answer");
+            }
+        });
+    }
+    tasks.join_all().await;
+    let elapsed = started.elapsed().as_secs_f64();
+    let total = requests * per_request;
+    let rss = peak_rss_kib(broker.child.id());
+    println!(
+        "{backend:8} dedup {:3} partitions {partitions:2}: {total} messages in {elapsed:6.2} s = {:8.0} msg/s, peak RSS {:5.1} MiB",
+        if window > 0 { "on" } else { "off" },
+        total as f64 / elapsed,
+        rss as f64 / 1024.0
+    );
+    drop(broker);
+    db.drop_db().await;
+}
+
+#[tokio::main]
+async fn main() {
+    let args = args();
+    for backend in args.backends.clone() {
+        for window in [3600, 0] {
+            for partitions in [1, 16] {
+                scenario(&backend, window, partitions, &args).await;
+            }
+        }
+    }
+}
