@@ -100,10 +100,16 @@ async fn scenario(backend: &str, window: i64, partitions: usize, args: &Args) {
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..args.clients {
-        let (client, bodies, url) = (client.clone(), bodies.clone(), format!("{}/api/v1/push", broker.http));
+        let (client, bodies, url) = (
+            client.clone(),
+            bodies.clone(),
+            format!("{}/api/v1/push", broker.http),
+        );
         tasks.spawn(async move {
             loop {
-                let Some(body) = bodies.lock().expect("lock").pop() else { break };
+                let Some(body) = bodies.lock().expect("lock").pop() else {
+                    break;
+                };
                 let response = client
                     .post(&url)
                     .header("content-type", "application/json")

@@ -3,16 +3,19 @@
 //! Both backends run this same code inside one database transaction; they
 //! only supply the primitive statements ([`AppendTx`]). For every partition
 //! of a group commit it locks the partition row (the per-partition
-//! serialiser), probes the dedup index for the incoming transaction ids
-//! inside the queue's window, and only then allocates offsets and writes one
-//! segment. Because the probe happens under the lock, no other writer (on
-//! this broker or another) can slip a colliding id in between.
+//! serialiser), brings the partition's [`WindowIndex`] up to date with what
+//! is stored, decides for each record whether its transaction id is already
+//! stored inside the queue's window, and only then allocates offsets and
+//! writes one segment and one sidecar row. Because all of it happens under
+//! the lock, no other writer (on this broker or another) can slip a
+//! colliding id in between.
 
 use std::collections::HashMap;
 
 use bytes::Bytes;
 use uuid::Uuid;
 
+use crate::dedup::{DedupCache, HashRow, WindowIndex};
 use crate::error::{Result, StorageError};
 use crate::model::PushStatus;
 use crate::record::{decode_segment, encode_segment, Record};
@@ -26,13 +29,6 @@ pub(crate) struct PartitionHead {
     pub dedup_window_seconds: i64,
 }
 
-/// A row of the dedup index that matched a probed hash.
-#[derive(Debug, Clone)]
-pub(crate) struct IndexHit {
-    pub txn_hash: i64,
-    pub offset: i64,
-}
-
 /// A segment about to be inserted.
 #[derive(Debug)]
 pub(crate) struct NewSegment {
@@ -41,15 +37,6 @@ pub(crate) struct NewSegment {
     pub count: i64,
     pub created_at: i64,
     pub records: Vec<u8>,
-}
-
-/// A dedup index row about to be inserted.
-#[derive(Debug)]
-pub(crate) struct IndexRow {
-    pub partition_id: i64,
-    pub txn_hash: i64,
-    pub offset: i64,
-    pub created_at: i64,
 }
 
 /// A stored segment as read back.
@@ -73,20 +60,17 @@ pub(crate) trait AppendTx {
     /// Locks the given partitions (ids ascending, so concurrent writers never
     /// deadlock) and returns the state of those that exist.
     async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>>;
-    /// Index rows of the partition with one of `hashes`, created at or after `since_ms`.
-    async fn probe(
-        &mut self,
-        partition_id: i64,
-        hashes: &[i64],
-        since_ms: i64,
-    ) -> Result<Vec<IndexHit>>;
+    /// The partition's sidecar rows created at or after `since_ms`, in offset order.
+    async fn hash_rows_since(&mut self, partition_id: i64, since_ms: i64) -> Result<Vec<HashRow>>;
+    /// The partition's sidecar rows from offset `from` on, in offset order.
+    async fn hash_rows_from(&mut self, partition_id: i64, from: i64) -> Result<Vec<HashRow>>;
     /// The segment of the partition that holds `offset`, if still stored.
     async fn segment_at(&mut self, partition_id: i64, offset: i64) -> Result<Option<SegmentRow>>;
-    /// Inserts segments, index rows, and moves the partition heads forward.
+    /// Inserts segments and sidecar rows, and moves the partition heads forward.
     async fn write(
         &mut self,
         segments: &[NewSegment],
-        index: &[IndexRow],
+        hashes: &[(i64, HashRow)],
         heads: &[PartitionHead],
     ) -> Result<()>;
 }
@@ -112,9 +96,14 @@ pub(crate) struct Appended {
 pub(crate) enum JobOutcome {
     /// One answer per record, in order.
     Done(Vec<Appended>),
-    /// The partition no longer exists (its queue was deleted meanwhile).
-    PartitionGone,
+    /// The partition no longer exists (its queue was deleted meanwhile);
+    /// the job's records are handed back for another try.
+    PartitionGone(Vec<Record>),
 }
+
+/// What an append leaves behind besides its answers: the window indexes to
+/// return to the cache once the transaction has committed.
+pub(crate) type Indexes = Vec<(i64, WindowIndex)>;
 
 /// The dedup key of a transaction id: a stable 64-bit hash. A match is only
 /// a candidate; the stored id is compared before anything is called a duplicate.
@@ -122,12 +111,14 @@ pub(crate) fn txn_hash(txn: &str) -> i64 {
     xxhash_rust::xxh3::xxh3_64(txn.as_bytes()) as i64
 }
 
-/// Runs a group commit's jobs inside `tx`; the caller commits.
+/// Runs a group commit's jobs inside `tx`; the caller commits, then returns
+/// the indexes to `cache`.
 pub(crate) async fn append<T: AppendTx>(
     tx: &mut T,
     jobs: &[AppendJob],
     now_ms: i64,
-) -> Result<Vec<JobOutcome>> {
+    cache: &DedupCache,
+) -> Result<(Vec<JobOutcome>, Indexes)> {
     let mut ids: Vec<i64> = jobs.iter().map(|j| j.partition_id).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -135,27 +126,41 @@ pub(crate) async fn append<T: AppendTx>(
 
     let mut outcomes: Vec<Option<Vec<Appended>>> = jobs.iter().map(|_| None).collect();
     let mut segments = Vec::new();
-    let mut index = Vec::new();
+    let mut hash_rows = Vec::new();
     let mut moved = Vec::new();
+    let mut indexes = Vec::new();
     for mut head in heads {
-        let job_ids: Vec<usize> = (0..jobs.len())
-            .filter(|&j| jobs[j].partition_id == head.id)
-            .collect();
         let created_at = now_ms.max(head.last_created_at);
-        let dedup = head.dedup_window_seconds > 0;
-        let mut known = if dedup {
+        let mut index = if head.dedup_window_seconds > 0 {
             let since = now_ms.saturating_sub(head.dedup_window_seconds.saturating_mul(1000));
-            stored_originals(tx, head.id, job_ids.iter().map(|&j| &jobs[j]), since).await?
+            Some(window_index(tx, cache, &head, since).await?)
         } else {
-            HashMap::new()
+            cache.take(head.id);
+            None
         };
 
+        // Ids stored by earlier jobs of this group: not committed yet, so
+        // not in the index, but duplicates all the same.
+        let mut fresh: HashMap<String, (Uuid, i64)> = HashMap::new();
+        let mut originals = Originals::default();
         let mut stored: Vec<&Record> = Vec::new();
-        for &j in &job_ids {
-            let mut answers = Vec::with_capacity(jobs[j].records.len());
-            for record in &jobs[j].records {
+        let mut stored_hashes = Vec::new();
+        for (j, job) in jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.partition_id == head.id)
+        {
+            let mut answers = Vec::with_capacity(job.records.len());
+            for record in &job.records {
                 let txn = record.transaction_id();
-                if let Some(&(message_id, offset)) = known.get(&txn) {
+                let original = match &index {
+                    None => None,
+                    Some(index) => match fresh.get(&txn) {
+                        Some(&found) => Some(found),
+                        None => originals.find(tx, head.id, index, &txn).await?,
+                    },
+                };
+                if let Some((message_id, offset)) = original {
                     answers.push(Appended {
                         status: PushStatus::Duplicate,
                         message_id,
@@ -164,14 +169,9 @@ pub(crate) async fn append<T: AppendTx>(
                     continue;
                 }
                 let offset = head.next_offset + stored.len() as i64;
-                if dedup {
-                    index.push(IndexRow {
-                        partition_id: head.id,
-                        txn_hash: txn_hash(&txn),
-                        offset,
-                        created_at,
-                    });
-                    known.insert(txn, (record.message_id, offset));
+                if index.is_some() {
+                    stored_hashes.push(txn_hash(&txn));
+                    fresh.insert(txn, (record.message_id, offset));
                 }
                 stored.push(record);
                 answers.push(Appended {
@@ -182,6 +182,7 @@ pub(crate) async fn append<T: AppendTx>(
             }
             outcomes[j] = Some(answers);
         }
+
         if !stored.is_empty() {
             segments.push(NewSegment {
                 partition_id: head.id,
@@ -190,81 +191,122 @@ pub(crate) async fn append<T: AppendTx>(
                 created_at,
                 records: encode_segment(stored.iter().copied()),
             });
+            if let Some(index) = &mut index {
+                let row = HashRow {
+                    base_offset: head.next_offset,
+                    created_at,
+                    hashes: stored_hashes,
+                };
+                index.add(&row);
+                hash_rows.push((head.id, row));
+            }
             head.next_offset += stored.len() as i64;
             head.last_created_at = created_at;
-            moved.push(head);
+            moved.push(head.clone());
+        }
+        if let Some(index) = index {
+            indexes.push((head.id, index));
         }
     }
     if !segments.is_empty() {
-        tx.write(&segments, &index, &moved).await?;
+        tx.write(&segments, &hash_rows, &moved).await?;
     }
-    Ok(outcomes
+    let outcomes = outcomes
         .into_iter()
-        .map(|o| o.map_or(JobOutcome::PartitionGone, JobOutcome::Done))
-        .collect())
+        .map(|o| o.map_or(JobOutcome::PartitionGone(Vec::new()), JobOutcome::Done))
+        .collect();
+    Ok((outcomes, indexes))
 }
 
-/// For every transaction id of `jobs` already stored in the partition since
-/// `since_ms`: the original's message id and offset. The earliest in-window
-/// copy is the original; its id is the nil UUID when its segment is gone.
-async fn stored_originals<'a, T: AppendTx>(
+/// The partition's index of the window starting at `since`, complete up to
+/// the partition's next offset: the cached one topped up with what other
+/// writers appended since, or one loaded afresh.
+async fn window_index<T: AppendTx>(
     tx: &mut T,
-    partition_id: i64,
-    jobs: impl Iterator<Item = &'a AppendJob>,
-    since_ms: i64,
-) -> Result<HashMap<String, (Uuid, i64)>> {
-    let mut wanted: HashMap<i64, Vec<String>> = HashMap::new();
-    for record in jobs.flat_map(|j| &j.records) {
-        let txn = record.transaction_id();
-        wanted.entry(txn_hash(&txn)).or_default().push(txn);
+    cache: &DedupCache,
+    head: &PartitionHead,
+    since: i64,
+) -> Result<WindowIndex> {
+    let cached = cache
+        .take(head.id)
+        .filter(|i| i.covered_since <= since && i.covered_to <= head.next_offset);
+    let (mut index, rows) = match cached {
+        Some(mut index) => {
+            index.evict_before(since);
+            let rows = if index.covered_to < head.next_offset {
+                tx.hash_rows_from(head.id, index.covered_to).await?
+            } else {
+                Vec::new()
+            };
+            (index, rows)
+        }
+        None => (
+            WindowIndex::new(since),
+            tx.hash_rows_since(head.id, since).await?,
+        ),
+    };
+    for row in &rows {
+        index.add(row);
     }
-    let hashes: Vec<i64> = wanted.keys().copied().collect();
-    let mut hits = tx.probe(partition_id, &hashes, since_ms).await?;
-    hits.sort_by_key(|h| h.offset);
+    // Under the lock, everything below the next offset is committed and loaded.
+    index.covered_to = head.next_offset;
+    Ok(index)
+}
 
-    let mut found = HashMap::new();
-    let mut segments: Vec<(i64, Vec<Record>)> = Vec::new();
-    for hit in hits {
-        let Some(candidates) = wanted.get(&hit.txn_hash) else {
-            continue;
-        };
-        let cached = segments
-            .iter()
-            .position(|(base, recs)| hit.offset >= *base && hit.offset < base + recs.len() as i64);
-        let segment = match cached {
-            Some(i) => Some(&segments[i]),
-            None => match tx.segment_at(partition_id, hit.offset).await? {
-                Some(row) => {
-                    let base = row.base_offset;
-                    segments.push((base, row.decode()?));
-                    segments.last()
+/// Looks up the stored originals of transaction ids, reading each segment
+/// once per group commit.
+#[derive(Default)]
+struct Originals {
+    segments: Vec<(i64, Vec<Record>)>,
+}
+
+impl Originals {
+    /// The original (message id, offset) of `txn` in the partition's window:
+    /// the lowest candidate offset whose stored id is `txn`. When the
+    /// segment is gone (retention) the hash decides and the id is nil.
+    async fn find<T: AppendTx>(
+        &mut self,
+        tx: &mut T,
+        partition_id: i64,
+        index: &WindowIndex,
+        txn: &str,
+    ) -> Result<Option<(Uuid, i64)>> {
+        for offset in index.candidates(txn_hash(txn)) {
+            match self.record_at(tx, partition_id, offset).await? {
+                Some(record) if record.transaction_id() == txn => {
+                    return Ok(Some((record.message_id, offset)));
                 }
-                None => None,
-            },
-        };
-        match segment {
-            Some((base, records)) => {
-                let record = usize::try_from(hit.offset - base)
-                    .ok()
-                    .and_then(|i| records.get(i))
-                    .ok_or_else(|| {
-                        StorageError::Corrupt("dedup index points past its segment".into())
-                    })?;
-                let txn = record.transaction_id();
-                if candidates.contains(&txn) {
-                    found.entry(txn).or_insert((record.message_id, hit.offset));
-                }
-            }
-            // The original was removed by retention: its id can no longer be
-            // compared, so the hash match decides and the id degrades to nil.
-            None => {
-                for txn in candidates {
-                    found
-                        .entry(txn.clone())
-                        .or_insert((Uuid::nil(), hit.offset));
-                }
+                Some(_) => {} // another id with the same hash
+                None => return Ok(Some((Uuid::nil(), offset))),
             }
         }
+        Ok(None)
     }
-    Ok(found)
+
+    async fn record_at<T: AppendTx>(
+        &mut self,
+        tx: &mut T,
+        partition_id: i64,
+        offset: i64,
+    ) -> Result<Option<&Record>> {
+        let held = |(base, records): &(i64, Vec<Record>)| {
+            offset >= *base && offset < base + records.len() as i64
+        };
+        let position = match self.segments.iter().position(held) {
+            Some(i) => i,
+            None => match tx.segment_at(partition_id, offset).await? {
+                Some(row) => {
+                    self.segments.push((row.base_offset, row.decode()?));
+                    self.segments.len() - 1
+                }
+                None => return Ok(None),
+            },
+        };
+        let (base, records) = &self.segments[position];
+        let record = usize::try_from(offset - base)
+            .ok()
+            .and_then(|i| records.get(i))
+            .ok_or_else(|| StorageError::Corrupt("sidecar points past its segment".into()))?;
+        Ok(Some(record))
+    }
 }

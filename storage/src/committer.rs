@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::append::{AppendJob, JobOutcome};
 use crate::clock::Clock;
+use crate::dedup::DedupCache;
 use crate::error::{Result, StorageError};
 use crate::store::Store;
 
@@ -22,6 +23,9 @@ struct Pending {
     job: AppendJob,
     reply: oneshot::Sender<Result<JobOutcome>>,
 }
+
+/// Resolves to a job's outcome once its group has committed.
+pub(crate) type Answer = oneshot::Receiver<Result<JobOutcome>>;
 
 /// The handle to the writer tasks.
 #[derive(Debug, Clone)]
@@ -37,11 +41,16 @@ impl std::fmt::Debug for Pending {
 
 impl Committer {
     /// Starts `shards` writer tasks on `store`.
-    pub(crate) fn start(store: Store, clock: Arc<dyn Clock>, shards: usize) -> Self {
+    pub(crate) fn start(
+        store: Store,
+        clock: Arc<dyn Clock>,
+        cache: Arc<DedupCache>,
+        shards: usize,
+    ) -> Self {
         let shards = (0..shards.max(1))
             .map(|_| {
                 let (tx, rx) = mpsc::channel(1024);
-                tokio::spawn(run(store.clone(), clock.clone(), rx));
+                tokio::spawn(run(store.clone(), clock.clone(), cache.clone(), rx));
                 tx
             })
             .collect();
@@ -63,7 +72,12 @@ impl Committer {
     }
 }
 
-async fn run(store: Store, clock: Arc<dyn Clock>, mut rx: mpsc::Receiver<Pending>) {
+async fn run(
+    store: Store,
+    clock: Arc<dyn Clock>,
+    cache: Arc<DedupCache>,
+    mut rx: mpsc::Receiver<Pending>,
+) {
     while let Some(first) = rx.recv().await {
         let mut records = first.job.records.len();
         let mut group = vec![first];
@@ -76,19 +90,19 @@ async fn run(store: Store, clock: Arc<dyn Clock>, mut rx: mpsc::Receiver<Pending
                 Err(_) => break,
             }
         }
-        commit_group(&store, clock.as_ref(), group).await;
+        commit_group(&store, clock.as_ref(), &cache, group).await;
     }
 }
 
 /// Commits a group; if the shared transaction fails, each job is tried alone
 /// so that one bad job cannot fail its neighbours.
-async fn commit_group(store: &Store, clock: &dyn Clock, group: Vec<Pending>) {
+async fn commit_group(store: &Store, clock: &dyn Clock, cache: &DedupCache, group: Vec<Pending>) {
     let (jobs, replies): (Vec<AppendJob>, Vec<_>) =
         group.into_iter().map(|p| (p.job, p.reply)).unzip();
-    match store.append(&jobs, clock.now_ms()).await {
+    match store.append(&jobs, clock.now_ms(), cache).await {
         Ok(outcomes) => {
-            for (reply, outcome) in replies.into_iter().zip(outcomes) {
-                let _ = reply.send(Ok(outcome));
+            for ((reply, outcome), job) in replies.into_iter().zip(outcomes).zip(jobs) {
+                let _ = reply.send(Ok(hand_back(outcome, job)));
             }
         }
         Err(err) if jobs.len() == 1 => {
@@ -101,14 +115,23 @@ async fn commit_group(store: &Store, clock: &dyn Clock, group: Vec<Pending>) {
             tracing::warn!(error = %err, jobs = jobs.len(), "group commit failed; retrying jobs one by one");
             for (job, reply) in jobs.into_iter().zip(replies) {
                 let result = store
-                    .append(std::slice::from_ref(&job), clock.now_ms())
+                    .append(std::slice::from_ref(&job), clock.now_ms(), cache)
                     .await
-                    .and_then(|mut o| o.pop().ok_or(StorageError::CommitFailed));
+                    .and_then(|mut o| o.pop().ok_or(StorageError::CommitFailed))
+                    .map(|outcome| hand_back(outcome, job));
                 if let Err(err) = &result {
                     tracing::error!(error = %err, "append failed");
                 }
                 let _ = reply.send(result.map_err(|_| StorageError::CommitFailed));
             }
         }
+    }
+}
+
+/// Gives a job whose partition vanished its records back, for another try.
+fn hand_back(outcome: JobOutcome, job: AppendJob) -> JobOutcome {
+    match outcome {
+        JobOutcome::PartitionGone(_) => JobOutcome::PartitionGone(job.records),
+        done => done,
     }
 }

@@ -7,8 +7,9 @@
 //! - [`model`]: what callers push and read back; [`options`]: queue options;
 //!   [`record`]: the stored form of a message and of a segment.
 //! - `append`: dedup and offset allocation under the partition lock, written
-//!   once for both backends; `committer`: group commit, coalescing
-//!   concurrent appends into shared transactions.
+//!   once for both backends; `dedup`: the in-window index of transaction-id
+//!   hashes and its cache; `committer`: group commit, coalescing concurrent
+//!   appends into shared transactions.
 //! - `store`: the backend chosen by the URL; `shared_sql`: statements that
 //!   are the same on both; `sqlite/` and `postgres/`: the rest.
 //!
@@ -20,6 +21,7 @@
 mod append;
 pub mod clock;
 mod committer;
+mod dedup;
 mod error;
 pub mod model;
 pub mod options;
@@ -47,6 +49,10 @@ use append::{AppendJob, JobOutcome};
 use committer::Committer;
 use store::Store;
 
+/// How many transaction-id hashes the dedup cache keeps in all (about 30
+/// bytes each): past it, the largest partitions read their window afresh.
+const DEDUP_CACHE_HASHES: usize = 2_000_000;
+
 /// Bound on the cache of partition ids; past it the cache starts afresh.
 const PARTITION_CACHE_LIMIT: usize = 100_000;
 
@@ -72,6 +78,8 @@ struct Group {
     queue: String,
     partition: String,
     records: Vec<Record>,
+    /// The effective transaction id of each record.
+    txns: Vec<String>,
 }
 
 impl Engine {
@@ -83,7 +91,9 @@ impl Engine {
     /// Connects to `url`, measuring every window with `clock`.
     pub async fn connect_with_clock(url: &str, clock: Arc<dyn Clock>) -> Result<Self> {
         let store = Store::connect(url).await?;
-        let committer = Committer::start(store.clone(), clock.clone(), store.writer_shards());
+        let cache = Arc::new(dedup::DedupCache::new(DEDUP_CACHE_HASHES));
+        let committer =
+            Committer::start(store.clone(), clock.clone(), cache, store.writer_shards());
         Ok(Self {
             inner: Arc::new(Inner {
                 store,
@@ -164,6 +174,7 @@ impl Engine {
                         queue: item.queue.clone(),
                         partition: item.partition.clone(),
                         records: Vec::new(),
+                        txns: Vec::new(),
                     });
                     leader_of.push(HashMap::new());
                     groups.len() - 1
@@ -173,15 +184,23 @@ impl Engine {
                 slots.push((g, leader, true));
             } else {
                 let index = groups[g].records.len();
-                leader_of[g].insert(txn, index);
+                leader_of[g].insert(txn.clone(), index);
                 groups[g].records.push(item.record);
+                groups[g].txns.push(txn);
                 slots.push((g, index, false));
             }
         }
 
+        // Every partition's job goes to the writers at once, so a request
+        // that spans partitions shares their group commits.
+        let mut pending = Vec::with_capacity(groups.len());
+        for group in &mut groups {
+            let records = std::mem::take(&mut group.records);
+            pending.push(self.submit(group, records).await?);
+        }
         let mut answers = Vec::with_capacity(groups.len());
-        for group in &groups {
-            answers.push(self.append_group(group).await?);
+        for (group, (partition_id, answer)) in groups.iter().zip(pending) {
+            answers.push(self.settle(group, partition_id, answer).await?);
         }
         Ok(slots
             .into_iter()
@@ -195,7 +214,7 @@ impl Engine {
                         a.status
                     },
                     message_id: a.message_id,
-                    transaction_id: groups[g].records[i].transaction_id(),
+                    transaction_id: groups[g].txns[i].clone(),
                     offset: a.offset,
                     partition_id: *partition_id,
                 }
@@ -203,22 +222,37 @@ impl Engine {
             .collect())
     }
 
-    /// Appends one group, re-resolving its partition once if the cached id
-    /// turned out stale (the queue was deleted and pushed to again).
-    async fn append_group(&self, group: &Group) -> Result<(i64, Vec<append::Appended>)> {
+    /// Hands a group's records to the writers.
+    async fn submit(
+        &self,
+        group: &Group,
+        records: Vec<Record>,
+    ) -> Result<(i64, committer::Answer)> {
+        let partition_id = self.partition_id(&group.queue, &group.partition).await?;
+        let job = AppendJob {
+            partition_id,
+            records,
+        };
+        Ok((partition_id, self.inner.committer.submit(job).await?))
+    }
+
+    /// Waits for a group's append; if the cached partition id turned out
+    /// stale (the queue was deleted and pushed to again), resolves it afresh
+    /// and appends once more.
+    async fn settle(
+        &self,
+        group: &Group,
+        mut partition_id: i64,
+        mut answer: committer::Answer,
+    ) -> Result<(i64, Vec<append::Appended>)> {
         for attempt in 0..2 {
-            let partition_id = self.partition_id(&group.queue, &group.partition).await?;
-            let job = AppendJob {
-                partition_id,
-                records: group.records.clone(),
-            };
-            let answer = self.inner.committer.submit(job).await?;
             match answer.await.map_err(|_| StorageError::ShuttingDown)?? {
                 JobOutcome::Done(appended) => return Ok((partition_id, appended)),
-                JobOutcome::PartitionGone => {
+                JobOutcome::PartitionGone(records) => {
                     tracing::debug!(attempt, queue = %group.queue, "partition vanished; resolving again");
                     self.cache()
                         .remove(&(group.queue.clone(), group.partition.clone()));
+                    (partition_id, answer) = self.submit(group, records).await?;
                 }
             }
         }

@@ -148,7 +148,7 @@ macro_rules! shared_statements {
                         .fetch_optional(&mut *tx)
                         .await?;
                 let Some((queue_id,)) = row else { return Ok(false) };
-                for table in ["dedup_index", "segments"] {
+                for table in ["txn_hashes", "segments"] {
                     sqlx::query(&format!(
                         "DELETE FROM {table} WHERE partition_id IN \
                          (SELECT id FROM partitions WHERE queue_id = $1)"
@@ -197,6 +197,30 @@ macro_rules! shared_statements {
                     }
                 }
                 Ok(out)
+            }
+
+            /// The partition's sidecar rows matching `condition` (`$2` bound to `bound`).
+            async fn hash_rows_in(
+                conn: &mut <<$store as $crate::shared_sql::Backend>::Db as sqlx::Database>::Connection,
+                partition_id: i64,
+                condition: &str,
+                bound: i64,
+            ) -> $crate::error::Result<Vec<$crate::dedup::HashRow>> {
+                let rows: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(&format!(
+                    "SELECT base_offset, created_at, hashes FROM txn_hashes \
+                     WHERE partition_id = $1 AND {condition} ORDER BY base_offset"
+                ))
+                .bind(partition_id)
+                .bind(bound)
+                .fetch_all(&mut *conn)
+                .await?;
+                rows.into_iter()
+                    .map(|(base_offset, created_at, blob)| {
+                        let hashes = $crate::dedup::unpack_hashes(&blob)
+                            .ok_or_else(|| $crate::StorageError::Corrupt("txn_hashes row".into()))?;
+                        Ok($crate::dedup::HashRow { base_offset, created_at, hashes })
+                    })
+                    .collect()
             }
 
             /// Checks that the database answers.

@@ -2,6 +2,7 @@
 //! backend-agnostic; everything below it is SQL.
 
 use crate::append::{AppendJob, JobOutcome};
+use crate::dedup::DedupCache;
 use crate::error::Result;
 use crate::model::{QueueInfo, StoredMessage};
 use crate::options::QueueOptions;
@@ -47,8 +48,13 @@ impl Store {
         }
     }
 
-    pub(crate) async fn append(&self, jobs: &[AppendJob], now_ms: i64) -> Result<Vec<JobOutcome>> {
-        on_backend!(self, s => s.append(jobs, now_ms).await)
+    pub(crate) async fn append(
+        &self,
+        jobs: &[AppendJob],
+        now_ms: i64,
+        cache: &DedupCache,
+    ) -> Result<Vec<JobOutcome>> {
+        on_backend!(self, s => s.append(jobs, now_ms, cache).await)
     }
 
     pub(crate) async fn configure(

@@ -33,11 +33,13 @@ CREATE TABLE segments (
     PRIMARY KEY (partition_id, base_offset)
 );
 
--- Transaction-id hashes of queues with a dedup window, one row per message.
-CREATE TABLE dedup_index (
+-- The dedup sidecar: per segment of a queue with a dedup window, the 64-bit
+-- hashes of its transaction ids in offset order (8 bytes each, little-endian).
+CREATE TABLE txn_hashes (
     partition_id BIGINT NOT NULL,
-    txn_hash     BIGINT NOT NULL,
-    "offset"     BIGINT NOT NULL,
+    base_offset  BIGINT NOT NULL,
     created_at   BIGINT NOT NULL,
-    PRIMARY KEY (partition_id, txn_hash, "offset")
+    hashes       BYTEA   NOT NULL,
+    PRIMARY KEY (partition_id, base_offset)
 );
+CREATE INDEX txn_hashes_by_time ON txn_hashes (partition_id, created_at);

@@ -34,11 +34,13 @@ CREATE TABLE segments (
     UNIQUE (partition_id, base_offset)
 );
 
--- Transaction-id hashes of queues with a dedup window, one row per message.
-CREATE TABLE dedup_index (
+-- The dedup sidecar: per segment of a queue with a dedup window, the 64-bit
+-- hashes of its transaction ids in offset order (8 bytes each, little-endian).
+CREATE TABLE txn_hashes (
     partition_id INTEGER NOT NULL,
-    txn_hash     INTEGER NOT NULL,
-    "offset"     INTEGER NOT NULL,
+    base_offset  INTEGER NOT NULL,
     created_at   INTEGER NOT NULL,
-    PRIMARY KEY (partition_id, txn_hash, "offset")
-) WITHOUT ROWID;
+    hashes       BLOB   NOT NULL,
+    PRIMARY KEY (partition_id, base_offset)
+);
+CREATE INDEX txn_hashes_by_time ON txn_hashes (partition_id, created_at);

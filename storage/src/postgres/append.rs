@@ -5,9 +5,9 @@ use sqlx::PgConnection;
 
 use super::PgStore;
 use crate::append::{
-    append, AppendJob, AppendTx, IndexHit, IndexRow, JobOutcome, NewSegment, PartitionHead,
-    SegmentRow,
+    append, AppendJob, AppendTx, JobOutcome, NewSegment, PartitionHead, SegmentRow,
 };
+use crate::dedup::{pack_hashes, DedupCache, HashRow};
 use crate::error::Result;
 
 struct Tx<'c>(&'c mut PgConnection);
@@ -33,25 +33,12 @@ impl AppendTx for Tx<'_> {
             .collect())
     }
 
-    async fn probe(
-        &mut self,
-        partition_id: i64,
-        hashes: &[i64],
-        since_ms: i64,
-    ) -> Result<Vec<IndexHit>> {
-        let rows: Vec<(i64, i64)> = sqlx::query_as(
-            "SELECT txn_hash, \"offset\" FROM dedup_index \
-             WHERE partition_id = $1 AND txn_hash = ANY($2) AND created_at >= $3",
-        )
-        .bind(partition_id)
-        .bind(hashes)
-        .bind(since_ms)
-        .fetch_all(&mut *self.0)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(txn_hash, offset)| IndexHit { txn_hash, offset })
-            .collect())
+    async fn hash_rows_since(&mut self, partition_id: i64, since_ms: i64) -> Result<Vec<HashRow>> {
+        PgStore::hash_rows_in(self.0, partition_id, "created_at >= $2", since_ms).await
+    }
+
+    async fn hash_rows_from(&mut self, partition_id: i64, from: i64) -> Result<Vec<HashRow>> {
+        PgStore::hash_rows_in(self.0, partition_id, "base_offset >= $2", from).await
     }
 
     async fn segment_at(&mut self, partition_id: i64, offset: i64) -> Result<Option<SegmentRow>> {
@@ -61,7 +48,7 @@ impl AppendTx for Tx<'_> {
     async fn write(
         &mut self,
         segments: &[NewSegment],
-        index: &[IndexRow],
+        hashes: &[(i64, HashRow)],
         heads: &[PartitionHead],
     ) -> Result<()> {
         let column = |f: fn(&NewSegment) -> i64| segments.iter().map(f).collect::<Vec<i64>>();
@@ -79,16 +66,17 @@ impl AppendTx for Tx<'_> {
         .bind(records)
         .execute(&mut *self.0)
         .await?;
-        if !index.is_empty() {
-            let column = |f: fn(&IndexRow) -> i64| index.iter().map(f).collect::<Vec<i64>>();
+        if !hashes.is_empty() {
+            let column = |f: fn(&(i64, HashRow)) -> i64| hashes.iter().map(f).collect::<Vec<i64>>();
+            let packed: Vec<Vec<u8>> = hashes.iter().map(|(_, h)| pack_hashes(&h.hashes)).collect();
             sqlx::query(
-                "INSERT INTO dedup_index (partition_id, txn_hash, \"offset\", created_at) \
-                 SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])",
+                "INSERT INTO txn_hashes (partition_id, base_offset, created_at, hashes) \
+                 SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[])",
             )
-            .bind(column(|r| r.partition_id))
-            .bind(column(|r| r.txn_hash))
-            .bind(column(|r| r.offset))
-            .bind(column(|r| r.created_at))
+            .bind(column(|(p, _)| *p))
+            .bind(column(|(_, h)| h.base_offset))
+            .bind(column(|(_, h)| h.created_at))
+            .bind(packed)
             .execute(&mut *self.0)
             .await?;
         }
@@ -109,10 +97,18 @@ impl AppendTx for Tx<'_> {
 
 impl PgStore {
     /// Runs a group commit in one transaction.
-    pub(crate) async fn append(&self, jobs: &[AppendJob], now_ms: i64) -> Result<Vec<JobOutcome>> {
+    pub(crate) async fn append(
+        &self,
+        jobs: &[AppendJob],
+        now_ms: i64,
+        cache: &DedupCache,
+    ) -> Result<Vec<JobOutcome>> {
         let mut tx = self.pool.begin().await?;
-        let outcomes = append(&mut Tx(&mut tx), jobs, now_ms).await?;
+        let (outcomes, indexes) = append(&mut Tx(&mut tx), jobs, now_ms, cache).await?;
         tx.commit().await?;
+        for (partition_id, index) in indexes {
+            cache.put(partition_id, index);
+        }
         Ok(outcomes)
     }
 }

@@ -1,12 +1,12 @@
-//! The append statements on SQLite: multi-row inserts, `IN` lists.
+//! The append statements on SQLite: multi-row inserts and `IN` lists.
 
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 
 use super::SqliteStore;
 use crate::append::{
-    append, AppendJob, AppendTx, IndexHit, IndexRow, JobOutcome, NewSegment, PartitionHead,
-    SegmentRow,
+    append, AppendJob, AppendTx, JobOutcome, NewSegment, PartitionHead, SegmentRow,
 };
+use crate::dedup::{pack_hashes, DedupCache, HashRow};
 use crate::error::Result;
 
 /// Bind parameters per statement, well under SQLite's limit of 32766.
@@ -16,6 +16,7 @@ struct Tx<'c>(&'c mut SqliteConnection);
 
 impl AppendTx for Tx<'_> {
     async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>> {
+        // The write transaction (BEGIN IMMEDIATE) already holds SQLite's one write lock.
         let mut heads = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(MAX_PARAMS) {
             let mut q = QueryBuilder::<Sqlite>::new(
@@ -42,33 +43,12 @@ impl AppendTx for Tx<'_> {
         Ok(heads)
     }
 
-    async fn probe(
-        &mut self,
-        partition_id: i64,
-        hashes: &[i64],
-        since_ms: i64,
-    ) -> Result<Vec<IndexHit>> {
-        let mut hits = Vec::new();
-        for chunk in hashes.chunks(MAX_PARAMS) {
-            let mut q = QueryBuilder::<Sqlite>::new(
-                "SELECT txn_hash, \"offset\" FROM dedup_index WHERE partition_id = ",
-            );
-            q.push_bind(partition_id);
-            q.push(" AND created_at >= ");
-            q.push_bind(since_ms);
-            q.push(" AND txn_hash IN (");
-            let mut list = q.separated(", ");
-            for h in chunk {
-                list.push_bind(h);
-            }
-            q.push(")");
-            let rows: Vec<(i64, i64)> = q.build_query_as().fetch_all(&mut *self.0).await?;
-            hits.extend(
-                rows.into_iter()
-                    .map(|(txn_hash, offset)| IndexHit { txn_hash, offset }),
-            );
-        }
-        Ok(hits)
+    async fn hash_rows_since(&mut self, partition_id: i64, since_ms: i64) -> Result<Vec<HashRow>> {
+        SqliteStore::hash_rows_in(self.0, partition_id, "created_at >= $2", since_ms).await
+    }
+
+    async fn hash_rows_from(&mut self, partition_id: i64, from: i64) -> Result<Vec<HashRow>> {
+        SqliteStore::hash_rows_in(self.0, partition_id, "base_offset >= $2", from).await
     }
 
     async fn segment_at(&mut self, partition_id: i64, offset: i64) -> Result<Option<SegmentRow>> {
@@ -78,7 +58,7 @@ impl AppendTx for Tx<'_> {
     async fn write(
         &mut self,
         segments: &[NewSegment],
-        index: &[IndexRow],
+        hashes: &[(i64, HashRow)],
         heads: &[PartitionHead],
     ) -> Result<()> {
         for chunk in segments.chunks(MAX_PARAMS / 6) {
@@ -95,15 +75,15 @@ impl AppendTx for Tx<'_> {
             });
             q.build().execute(&mut *self.0).await?;
         }
-        for chunk in index.chunks(MAX_PARAMS / 4) {
+        for chunk in hashes.chunks(MAX_PARAMS / 4) {
             let mut q = QueryBuilder::<Sqlite>::new(
-                "INSERT INTO dedup_index (partition_id, txn_hash, \"offset\", created_at) ",
+                "INSERT INTO txn_hashes (partition_id, base_offset, created_at, hashes) ",
             );
-            q.push_values(chunk, |mut row, r| {
-                row.push_bind(r.partition_id)
-                    .push_bind(r.txn_hash)
-                    .push_bind(r.offset)
-                    .push_bind(r.created_at);
+            q.push_values(chunk, |mut row, (partition_id, h)| {
+                row.push_bind(*partition_id)
+                    .push_bind(h.base_offset)
+                    .push_bind(h.created_at)
+                    .push_bind(pack_hashes(&h.hashes));
             });
             q.build().execute(&mut *self.0).await?;
         }
@@ -123,10 +103,18 @@ impl AppendTx for Tx<'_> {
 
 impl SqliteStore {
     /// Runs a group commit in one transaction on the writer connection.
-    pub(crate) async fn append(&self, jobs: &[AppendJob], now_ms: i64) -> Result<Vec<JobOutcome>> {
+    pub(crate) async fn append(
+        &self,
+        jobs: &[AppendJob],
+        now_ms: i64,
+        cache: &DedupCache,
+    ) -> Result<Vec<JobOutcome>> {
         let mut tx = self.begin_write().await?;
-        let outcomes = append(&mut Tx(&mut tx), jobs, now_ms).await?;
+        let (outcomes, indexes) = append(&mut Tx(&mut tx), jobs, now_ms, cache).await?;
         tx.commit().await?;
+        for (partition_id, index) in indexes {
+            cache.put(partition_id, index);
+        }
         Ok(outcomes)
     }
 }

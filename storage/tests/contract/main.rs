@@ -38,6 +38,7 @@ contract!(
     queues::partitions_get_kafka_indexes_in_creation_order,
     queues::delete_removes_everything,
     queues::invalid_names_are_refused,
+    queues::a_queue_deleted_by_another_engine_is_recreated,
     push::offsets_are_gapless_per_partition,
     push::content_round_trips,
     push::duplicate_in_window_answers_the_original,
@@ -51,4 +52,7 @@ contract!(
     push::concurrent_pushes_of_one_id_store_it_once,
     push::two_engines_store_one_id_once,
     push::concurrent_offsets_stay_gapless,
+    push::a_warm_cache_sees_what_another_engine_stored,
+    push::widening_the_window_finds_older_ids,
+    push::a_retried_batch_is_all_duplicates,
 );

@@ -348,3 +348,61 @@ pub async fn concurrent_offsets_stay_gapless(db: &Db) {
     let read_offsets: Vec<i64> = stored.iter().map(|m| m.offset).collect();
     assert_eq!(read_offsets, (0..1000).collect::<Vec<i64>>());
 }
+
+pub async fn a_warm_cache_sees_what_another_engine_stored(db: &Db) {
+    let (a, b) = (db.engine().await, db.engine().await);
+    let first = push_one(&a, "q", "p", Some("t1")).await; // a's index is now warm
+    let second = push_one(&b, "q", "p", Some("t2")).await; // b loads the window cold
+    let from_a = push_one(&a, "q", "p", Some("t2")).await;
+    assert_eq!(
+        from_a.status,
+        PushStatus::Duplicate,
+        "a reads what b added since"
+    );
+    assert_eq!(from_a.message_id, second.message_id);
+    let from_b = push_one(&b, "q", "p", Some("t1")).await;
+    assert_eq!(from_b.status, PushStatus::Duplicate);
+    assert_eq!(from_b.message_id, first.message_id);
+    assert_eq!(a.read("q", "p", 0, 10).await.expect("read").len(), 2);
+}
+
+pub async fn widening_the_window_finds_older_ids(db: &Db) {
+    let engine = db.engine().await;
+    configure_window(&engine, "w", 60).await;
+    let original = push_one(&engine, "w", "p", Some("t")).await;
+    db.clock.advance_ms(120_000);
+    push_one(&engine, "w", "p", Some("other")).await; // the cached index drops "t"
+    configure_window(&engine, "w", 3600).await;
+    let again = push_one(&engine, "w", "p", Some("t")).await;
+    assert_eq!(
+        again.status,
+        PushStatus::Duplicate,
+        "t is inside the widened window"
+    );
+    assert_eq!(again.message_id, original.message_id);
+}
+
+pub async fn a_retried_batch_is_all_duplicates(db: &Db) {
+    let engine = db.engine().await;
+    let items = |n: usize| -> Vec<PushItem> {
+        (0..n)
+            .map(|i| json_item("q", "p", Some(&format!("event-{i}")), &i.to_string()))
+            .collect()
+    };
+    let first = engine.push(items(1000)).await.expect("push");
+    let retry = engine.push(items(1000)).await.expect("push");
+    for (a, b) in first.iter().zip(&retry) {
+        assert_eq!(b.status, PushStatus::Duplicate);
+        assert_eq!((b.message_id, b.offset), (a.message_id, a.offset));
+    }
+    // And after a restart (cold cache) the answer is the same.
+    let cold = db.engine().await.push(items(1000)).await.expect("push");
+    assert!(cold
+        .iter()
+        .zip(&first)
+        .all(|(c, a)| c.status == PushStatus::Duplicate && c.message_id == a.message_id));
+    assert_eq!(
+        engine.read("q", "p", 0, 5000).await.expect("read").len(),
+        1000
+    );
+}

@@ -108,3 +108,19 @@ pub async fn invalid_names_are_refused(db: &Db) {
         "nothing was created"
     );
 }
+
+pub async fn a_queue_deleted_by_another_engine_is_recreated(db: &Db) {
+    let (a, b) = (db.engine().await, db.engine().await);
+    push_one(&a, "q", "p", Some("t")).await; // a caches the partition id
+    assert!(b.delete_queue("q").await.expect("delete"));
+    let again = push_one(&a, "q", "p", Some("t")).await;
+    assert_eq!(
+        again.status,
+        storage::PushStatus::Queued,
+        "the old id went with the queue"
+    );
+    assert_eq!(again.offset, 0);
+    let q = b.queue("q").await.expect("read").expect("recreated");
+    assert_eq!(q.partitions.len(), 1);
+    assert_eq!(q.partitions[0].id, again.partition_id);
+}
