@@ -36,6 +36,9 @@ impl ApiError {
                     (StatusCode::PAYLOAD_TOO_LARGE, "name_too_long")
                 }
                 StorageError::QueueNotFound(_) => (StatusCode::NOT_FOUND, "queue_not_found"),
+                StorageError::PartitionNotFound(_) => {
+                    (StatusCode::NOT_FOUND, "partition_not_found")
+                }
                 StorageError::CommitFailed | StorageError::ShuttingDown => {
                     (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
                 }

@@ -36,6 +36,8 @@ pub(crate) struct NewSegment {
     pub base_offset: i64,
     pub count: i64,
     pub created_at: i64,
+    /// The largest record timestamp: a Kafka record's own, else `created_at`.
+    pub max_timestamp: i64,
     pub records: Vec<u8>,
 }
 
@@ -189,6 +191,11 @@ pub(crate) async fn append<T: AppendTx>(
                 base_offset: head.next_offset,
                 count: stored.len() as i64,
                 created_at,
+                max_timestamp: stored
+                    .iter()
+                    .map(|r| r.timestamp_ms().unwrap_or(created_at))
+                    .max()
+                    .unwrap_or(created_at),
                 records: encode_segment(stored.iter().copied()),
             });
             if let Some(index) = &mut index {

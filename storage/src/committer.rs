@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::append::{AppendJob, JobOutcome};
 use crate::clock::Clock;
@@ -31,6 +31,7 @@ pub(crate) type Answer = oneshot::Receiver<Result<JobOutcome>>;
 #[derive(Debug, Clone)]
 pub(crate) struct Committer {
     shards: Vec<mpsc::Sender<Pending>>,
+    appended: Arc<watch::Sender<u64>>,
 }
 
 impl std::fmt::Debug for Pending {
@@ -47,14 +48,26 @@ impl Committer {
         cache: Arc<DedupCache>,
         shards: usize,
     ) -> Self {
+        let appended = Arc::new(watch::Sender::new(0));
         let shards = (0..shards.max(1))
             .map(|_| {
                 let (tx, rx) = mpsc::channel(1024);
-                tokio::spawn(run(store.clone(), clock.clone(), cache.clone(), rx));
+                let writer = Writer {
+                    store: store.clone(),
+                    clock: clock.clone(),
+                    cache: cache.clone(),
+                    appended: appended.clone(),
+                };
+                tokio::spawn(writer.run(rx));
                 tx
             })
             .collect();
-        Self { shards }
+        Self { shards, appended }
+    }
+
+    /// A receiver that sees a new value after every committed group.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.appended.subscribe()
     }
 
     /// Queues a job; the returned receiver answers once it is committed.
@@ -72,59 +85,74 @@ impl Committer {
     }
 }
 
-async fn run(
+/// One writer task's share of the engine.
+struct Writer {
     store: Store,
     clock: Arc<dyn Clock>,
     cache: Arc<DedupCache>,
-    mut rx: mpsc::Receiver<Pending>,
-) {
-    while let Some(first) = rx.recv().await {
-        let mut records = first.job.records.len();
-        let mut group = vec![first];
-        while records < MAX_GROUP_RECORDS {
-            match rx.try_recv() {
-                Ok(next) => {
-                    records += next.job.records.len();
-                    group.push(next);
-                }
-                Err(_) => break,
-            }
-        }
-        commit_group(&store, clock.as_ref(), &cache, group).await;
-    }
+    appended: Arc<watch::Sender<u64>>,
 }
 
-/// Commits a group; if the shared transaction fails, each job is tried alone
-/// so that one bad job cannot fail its neighbours.
-async fn commit_group(store: &Store, clock: &dyn Clock, cache: &DedupCache, group: Vec<Pending>) {
-    let (jobs, replies): (Vec<AppendJob>, Vec<_>) =
-        group.into_iter().map(|p| (p.job, p.reply)).unzip();
-    match store.append(&jobs, clock.now_ms(), cache).await {
-        Ok(outcomes) => {
-            for ((reply, outcome), job) in replies.into_iter().zip(outcomes).zip(jobs) {
-                let _ = reply.send(Ok(hand_back(outcome, job)));
-            }
-        }
-        Err(err) if jobs.len() == 1 => {
-            tracing::error!(error = %err, "append failed");
-            for reply in replies {
-                let _ = reply.send(Err(StorageError::CommitFailed));
-            }
-        }
-        Err(err) => {
-            tracing::warn!(error = %err, jobs = jobs.len(), "group commit failed; retrying jobs one by one");
-            for (job, reply) in jobs.into_iter().zip(replies) {
-                let result = store
-                    .append(std::slice::from_ref(&job), clock.now_ms(), cache)
-                    .await
-                    .and_then(|mut o| o.pop().ok_or(StorageError::CommitFailed))
-                    .map(|outcome| hand_back(outcome, job));
-                if let Err(err) = &result {
-                    tracing::error!(error = %err, "append failed");
+impl Writer {
+    async fn run(self, mut rx: mpsc::Receiver<Pending>) {
+        while let Some(first) = rx.recv().await {
+            let mut records = first.job.records.len();
+            let mut group = vec![first];
+            while records < MAX_GROUP_RECORDS {
+                match rx.try_recv() {
+                    Ok(next) => {
+                        records += next.job.records.len();
+                        group.push(next);
+                    }
+                    Err(_) => break,
                 }
-                let _ = reply.send(result.map_err(|_| StorageError::CommitFailed));
+            }
+            self.commit_group(group).await;
+        }
+    }
+
+    /// Commits a group; if the shared transaction fails, each job is tried
+    /// alone so that one bad job cannot fail its neighbours.
+    async fn commit_group(&self, group: Vec<Pending>) {
+        let (jobs, replies): (Vec<AppendJob>, Vec<_>) =
+            group.into_iter().map(|p| (p.job, p.reply)).unzip();
+        match self.append(&jobs).await {
+            Ok(outcomes) => {
+                for ((reply, outcome), job) in replies.into_iter().zip(outcomes).zip(jobs) {
+                    let _ = reply.send(Ok(hand_back(outcome, job)));
+                }
+            }
+            Err(err) if jobs.len() == 1 => {
+                tracing::error!(error = %err, "append failed");
+                for reply in replies {
+                    let _ = reply.send(Err(StorageError::CommitFailed));
+                }
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, jobs = jobs.len(), "group commit failed; retrying jobs one by one");
+                for (job, reply) in jobs.into_iter().zip(replies) {
+                    let result = self
+                        .append(std::slice::from_ref(&job))
+                        .await
+                        .and_then(|mut o| o.pop().ok_or(StorageError::CommitFailed))
+                        .map(|outcome| hand_back(outcome, job));
+                    if let Err(err) = &result {
+                        tracing::error!(error = %err, "append failed");
+                    }
+                    let _ = reply.send(result.map_err(|_| StorageError::CommitFailed));
+                }
             }
         }
+    }
+
+    /// Appends in one transaction and, once committed, tells the long polls.
+    async fn append(&self, jobs: &[AppendJob]) -> Result<Vec<JobOutcome>> {
+        let outcomes = self
+            .store
+            .append(jobs, self.clock.now_ms(), &self.cache)
+            .await?;
+        self.appended.send_modify(|n| *n = n.wrapping_add(1));
+        Ok(outcomes)
     }
 }
 

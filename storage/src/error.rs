@@ -18,6 +18,9 @@ pub enum StorageError {
     /// The named queue does not exist.
     #[error("queue {0:?} does not exist")]
     QueueNotFound(String),
+    /// The partition does not exist (any more).
+    #[error("partition {0} does not exist")]
+    PartitionNotFound(i64),
     /// Stored data could not be decoded: a bug or a damaged database.
     #[error("stored data is damaged: {0}")]
     Corrupt(String),

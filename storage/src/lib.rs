@@ -10,8 +10,11 @@
 //!   once for both backends; `dedup`: the in-window index of transaction-id
 //!   hashes and its cache; `committer`: group commit, coalescing concurrent
 //!   appends into shared transactions.
-//! - `store`: the backend chosen by the URL; `shared_sql`: statements that
-//!   are the same on both; `sqlite/` and `postgres/`: the rest.
+//! - `topics`, `log`, `brokers`: what the Kafka facade needs besides pushes:
+//!   topics with numbered partitions, appends and reads by offset, offsets
+//!   by time, a signal of appends for long polls, the broker registry.
+//! - `store`: the backend chosen by the URL; `sql/`: statements that are
+//!   the same on both; `sqlite/` and `postgres/`: the rest.
 //!
 //! A push flows: [`Engine::push`] validates, folds ids repeated inside the
 //! request, resolves (and creates) partitions, and hands one job per
@@ -19,17 +22,20 @@
 //! `append::append` in one transaction, commits, and answers each job.
 
 mod append;
+mod brokers;
 pub mod clock;
 mod committer;
 mod dedup;
 mod error;
+mod log;
 pub mod model;
 pub mod options;
 mod postgres;
 pub mod record;
-mod shared_sql;
+mod sql;
 mod sqlite;
 mod store;
+mod topics;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -38,12 +44,14 @@ use uuid::Uuid;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Result, StorageError};
+pub use log::LogBounds;
 pub use model::{
-    PartitionInfo, PushItem, PushOutcome, PushStatus, QueueInfo, StoredMessage, DEFAULT_PARTITION,
-    MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,
+    BrokerInfo, PartitionInfo, PushItem, PushOutcome, PushStatus, QueueInfo, StoredMessage,
+    DEFAULT_PARTITION, MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,
 };
 pub use options::QueueOptions;
 pub use record::{Content, Header, KafkaRecord, Record};
+pub use topics::TopicCreation;
 
 use append::{AppendJob, JobOutcome};
 use committer::Committer;
@@ -298,7 +306,7 @@ impl Engine {
         let Some(p) = info.partitions.iter().find(|p| p.name == partition) else {
             return Ok(Vec::new());
         };
-        self.inner.store.read(p.id, from, max).await
+        self.inner.store.read(p.id, from, max, usize::MAX).await
     }
 
     /// Checks that the database answers.

@@ -56,6 +56,8 @@ pub struct PushOutcome {
 pub struct QueueInfo {
     /// Stable numeric id.
     pub id: i64,
+    /// The id of the queue as a Kafka topic.
+    pub topic_id: Uuid,
     /// The queue name.
     pub name: String,
     /// The options in force.
@@ -104,4 +106,22 @@ pub struct StoredMessage {
     pub created_at_ms: i64,
     /// What was stored.
     pub record: Record,
+}
+
+impl StoredMessage {
+    /// The message's timestamp: a Kafka record's own, else its creation time.
+    pub fn timestamp_ms(&self) -> i64 {
+        self.record.timestamp_ms().unwrap_or(self.created_at_ms)
+    }
+}
+
+/// A broker sharing the database, as Kafka clients are told about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerInfo {
+    /// The broker id.
+    pub id: i32,
+    /// The advertised host.
+    pub host: String,
+    /// The advertised port.
+    pub port: i32,
 }

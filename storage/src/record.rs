@@ -86,6 +86,15 @@ impl Record {
             .unwrap_or_else(|| self.message_id.to_string())
     }
 
+    /// The record's own timestamp, for Kafka records; a native message's
+    /// time is its segment's creation time.
+    pub fn timestamp_ms(&self) -> Option<i64> {
+        match &self.content {
+            Content::Kafka(k) => Some(k.timestamp_ms),
+            Content::Json(_) => None,
+        }
+    }
+
     /// Appends this record's stored form to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let mut flags = 0;

@@ -4,7 +4,7 @@
 use crate::append::{AppendJob, JobOutcome};
 use crate::dedup::DedupCache;
 use crate::error::Result;
-use crate::model::{QueueInfo, StoredMessage};
+use crate::model::{BrokerInfo, QueueInfo, StoredMessage};
 use crate::options::QueueOptions;
 use crate::postgres::PgStore;
 use crate::sqlite::SqliteStore;
@@ -92,9 +92,55 @@ impl Store {
         &self,
         partition_id: i64,
         from: i64,
-        max: usize,
+        max_messages: usize,
+        max_bytes: usize,
     ) -> Result<Vec<StoredMessage>> {
-        on_backend!(self, s => s.read(partition_id, from, max).await)
+        on_backend!(self, s => s.read(partition_id, from, max_messages, max_bytes).await)
+    }
+
+    pub(crate) async fn partition_state(&self, partition_id: i64) -> Result<Option<(i64, i64)>> {
+        on_backend!(self, s => s.partition_state(partition_id).await)
+    }
+
+    pub(crate) async fn offset_for_timestamp(
+        &self,
+        partition_id: i64,
+        timestamp: i64,
+    ) -> Result<Option<(i64, i64)>> {
+        on_backend!(self, s => s.offset_for_timestamp(partition_id, timestamp).await)
+    }
+
+    pub(crate) async fn max_timestamp_offset(
+        &self,
+        partition_id: i64,
+    ) -> Result<Option<(i64, i64)>> {
+        on_backend!(self, s => s.max_timestamp_offset(partition_id).await)
+    }
+
+    pub(crate) async fn create_queue(
+        &self,
+        name: &str,
+        options: &QueueOptions,
+        partitions: &[String],
+        now_ms: i64,
+    ) -> Result<bool> {
+        on_backend!(self, s => s.create_queue(name, options, partitions, now_ms).await)
+    }
+
+    pub(crate) async fn register_broker(&self, host: &str, port: i32, now_ms: i64) -> Result<i32> {
+        on_backend!(self, s => s.register_broker(host, port, now_ms).await)
+    }
+
+    pub(crate) async fn broker_heartbeat(&self, id: i32, now_ms: i64) -> Result<()> {
+        on_backend!(self, s => s.broker_heartbeat(id, now_ms).await)
+    }
+
+    pub(crate) async fn live_brokers(&self, since_ms: i64) -> Result<Vec<BrokerInfo>> {
+        on_backend!(self, s => s.live_brokers(since_ms).await)
+    }
+
+    pub(crate) async fn cluster_id(&self) -> Result<String> {
+        on_backend!(self, s => s.cluster_id().await)
     }
 
     pub(crate) async fn ping(&self) -> Result<()> {

@@ -6,6 +6,7 @@ CREATE TABLE queues (
     name                 TEXT   NOT NULL UNIQUE,
     options              TEXT   NOT NULL,   -- QueueOptions as JSON
     dedup_window_seconds BIGINT NOT NULL,   -- copied out of options: read under the append lock
+    topic_id             TEXT    NOT NULL,   -- the Kafka topic id (a UUID)
     created_at           BIGINT NOT NULL
 );
 
@@ -28,6 +29,7 @@ CREATE TABLE segments (
     base_offset  BIGINT   NOT NULL,
     record_count BIGINT   NOT NULL,
     created_at   BIGINT   NOT NULL,
+    max_timestamp BIGINT  NOT NULL,  -- largest record timestamp, for ListOffsets by time
     format       SMALLINT NOT NULL,
     records      BYTEA    NOT NULL,
     PRIMARY KEY (partition_id, base_offset)

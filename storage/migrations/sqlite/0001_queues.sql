@@ -6,6 +6,7 @@ CREATE TABLE queues (
     name                 TEXT    NOT NULL UNIQUE,
     options              TEXT    NOT NULL,   -- QueueOptions as JSON
     dedup_window_seconds INTEGER NOT NULL,   -- copied out of options: read under the append lock
+    topic_id             TEXT    NOT NULL,   -- the Kafka topic id (a UUID)
     created_at           INTEGER NOT NULL
 );
 
@@ -29,6 +30,7 @@ CREATE TABLE segments (
     base_offset  INTEGER NOT NULL,
     record_count INTEGER NOT NULL,
     created_at   INTEGER NOT NULL,
+    max_timestamp INTEGER NOT NULL,  -- largest record timestamp, for ListOffsets by time
     format       INTEGER NOT NULL,
     records      BLOB    NOT NULL,
     UNIQUE (partition_id, base_offset)

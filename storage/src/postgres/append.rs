@@ -54,14 +54,16 @@ impl AppendTx for Tx<'_> {
         let column = |f: fn(&NewSegment) -> i64| segments.iter().map(f).collect::<Vec<i64>>();
         let records: Vec<&[u8]> = segments.iter().map(|s| s.records.as_slice()).collect();
         sqlx::query(
-            "INSERT INTO segments (partition_id, base_offset, record_count, created_at, format, records) \
-             SELECT p, b, c, t, $5, r FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $6::bytea[]) \
-             AS s(p, b, c, t, r)",
+            "INSERT INTO segments (partition_id, base_offset, record_count, created_at, max_timestamp, format, records) \
+             SELECT p, b, c, t, m, $6, r \
+             FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $7::bytea[]) \
+             AS s(p, b, c, t, m, r)",
         )
         .bind(column(|s| s.partition_id))
         .bind(column(|s| s.base_offset))
         .bind(column(|s| s.count))
         .bind(column(|s| s.created_at))
+        .bind(column(|s| s.max_timestamp))
         .bind(crate::record::FORMAT_V1)
         .bind(records)
         .execute(&mut *self.0)

@@ -10,7 +10,9 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres};
 
 use crate::error::Result;
-use crate::shared_sql::{shared_statements, Backend, PartitionRow};
+use crate::sql::{
+    broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
+};
 
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
@@ -48,4 +50,6 @@ impl PgStore {
     }
 }
 
-shared_statements!(PgStore, "FOR UPDATE");
+catalog_statements!(PgStore, "FOR UPDATE");
+log_statements!(PgStore);
+broker_statements!(PgStore);

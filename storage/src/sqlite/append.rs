@@ -61,15 +61,16 @@ impl AppendTx for Tx<'_> {
         hashes: &[(i64, HashRow)],
         heads: &[PartitionHead],
     ) -> Result<()> {
-        for chunk in segments.chunks(MAX_PARAMS / 6) {
+        for chunk in segments.chunks(MAX_PARAMS / 7) {
             let mut q = QueryBuilder::<Sqlite>::new(
-                "INSERT INTO segments (partition_id, base_offset, record_count, created_at, format, records) ",
+                "INSERT INTO segments (partition_id, base_offset, record_count, created_at, max_timestamp, format, records) ",
             );
             q.push_values(chunk, |mut row, s| {
                 row.push_bind(s.partition_id)
                     .push_bind(s.base_offset)
                     .push_bind(s.count)
                     .push_bind(s.created_at)
+                    .push_bind(s.max_timestamp)
                     .push_bind(crate::record::FORMAT_V1)
                     .push_bind(&s.records);
             });

@@ -10,7 +10,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool};
 
 use crate::error::Result;
-use crate::shared_sql::{shared_statements, Backend, PartitionRow};
+use crate::sql::{
+    broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
+};
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -71,4 +73,6 @@ impl SqliteStore {
     }
 }
 
-shared_statements!(SqliteStore, "");
+catalog_statements!(SqliteStore, "");
+log_statements!(SqliteStore);
+broker_statements!(SqliteStore);

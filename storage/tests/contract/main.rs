@@ -1,6 +1,7 @@
 //! The storage contract: every scenario runs on SQLite and on PostgreSQL,
 //! each on a fresh database.
 
+mod log;
 mod push;
 mod queues;
 mod support;
@@ -34,6 +35,10 @@ macro_rules! contract {
 }
 
 contract!(
+    log::topics_are_created_once_with_numbered_partitions,
+    log::appends_and_reads_by_offset_and_bytes,
+    log::offsets_are_found_by_timestamp,
+    log::brokers_register_and_expire,
     queues::configure_is_a_full_replace,
     queues::partitions_get_kafka_indexes_in_creation_order,
     queues::delete_removes_everything,

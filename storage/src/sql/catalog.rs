@@ -1,14 +1,10 @@
-//! Statements whose SQL is the same on SQLite and PostgreSQL, written once.
-//!
-//! [`shared_statements!`] expands, inside each backend module, to the
-//! catalog and read methods of that backend's store. Only the SQL that really
-//! differs (locking, bulk inserts, array parameters) lives in the backends.
+//! The catalog statements (queues and partitions), the same on both backends.
 
-/// Expands to the backend-independent methods of a store type that has a
+/// Expands to the catalog methods of a store type that has a
 /// `begin_write()` transaction and a `reader()` pool. `$lock` is the row-lock clause of the
 /// backend (`FOR UPDATE`, or nothing on SQLite, whose single writer already
 /// serialises).
-macro_rules! shared_statements {
+macro_rules! catalog_statements {
     ($store:ty, $lock:literal) => {
         impl $store {
             /// Creates the queue or replaces all its options, and makes sure
@@ -23,8 +19,8 @@ macro_rules! shared_statements {
                     .map_err(|e| $crate::StorageError::Corrupt(e.to_string()))?;
                 let mut tx = self.begin_write().await?;
                 let (queue_id,): (i64,) = sqlx::query_as(
-                    "INSERT INTO queues (name, options, dedup_window_seconds, created_at) \
-                     VALUES ($1, $2, $3, $4) \
+                    "INSERT INTO queues (name, options, dedup_window_seconds, created_at, topic_id) \
+                     VALUES ($1, $2, $3, $4, $5) \
                      ON CONFLICT (name) DO UPDATE SET options = excluded.options, \
                      dedup_window_seconds = excluded.dedup_window_seconds RETURNING id",
                 )
@@ -32,11 +28,43 @@ macro_rules! shared_statements {
                 .bind(&json)
                 .bind(options.dedup_window_seconds)
                 .bind(now_ms)
+                .bind(uuid::Uuid::new_v4().to_string())
                 .fetch_one(&mut *tx)
                 .await?;
                 Self::partition_in(&mut tx, queue_id, $crate::model::DEFAULT_PARTITION, now_ms).await?;
                 tx.commit().await?;
                 Ok(queue_id)
+            }
+
+            /// Creates a queue with the given partitions (Kafka indexes in
+            /// order) in one transaction; `false` if the queue already exists.
+            pub(crate) async fn create_queue(
+                &self,
+                name: &str,
+                options: &$crate::options::QueueOptions,
+                partitions: &[String],
+                now_ms: i64,
+            ) -> $crate::error::Result<bool> {
+                let json = serde_json::to_string(options)
+                    .map_err(|e| $crate::StorageError::Corrupt(e.to_string()))?;
+                let mut tx = self.begin_write().await?;
+                let created: Option<(i64,)> = sqlx::query_as(
+                    "INSERT INTO queues (name, options, dedup_window_seconds, created_at, topic_id) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING RETURNING id",
+                )
+                .bind(name)
+                .bind(&json)
+                .bind(options.dedup_window_seconds)
+                .bind(now_ms)
+                .bind(uuid::Uuid::new_v4().to_string())
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some((queue_id,)) = created else { return Ok(false) };
+                for partition in partitions {
+                    Self::partition_in(&mut tx, queue_id, partition, now_ms).await?;
+                }
+                tx.commit().await?;
+                Ok(true)
             }
 
             /// The id of the partition, creating the queue (with
@@ -52,13 +80,14 @@ macro_rules! shared_statements {
                     .map_err(|e| $crate::StorageError::Corrupt(e.to_string()))?;
                 let mut tx = self.begin_write().await?;
                 sqlx::query(
-                    "INSERT INTO queues (name, options, dedup_window_seconds, created_at) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
+                    "INSERT INTO queues (name, options, dedup_window_seconds, created_at, topic_id) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING",
                 )
                 .bind(queue)
                 .bind(&json)
                 .bind(options_if_new.dedup_window_seconds)
                 .bind(now_ms)
+                .bind(uuid::Uuid::new_v4().to_string())
                 .execute(&mut *tx)
                 .await?;
                 // The queue row lock serialises the choice of the next Kafka index.
@@ -73,7 +102,7 @@ macro_rules! shared_statements {
             }
 
             async fn partition_in(
-                tx: &mut sqlx::Transaction<'_, <$store as $crate::shared_sql::Backend>::Db>,
+                tx: &mut sqlx::Transaction<'_, <$store as $crate::sql::Backend>::Db>,
                 queue_id: i64,
                 partition: &str,
                 now_ms: i64,
@@ -105,37 +134,37 @@ macro_rules! shared_statements {
                 &self,
                 name: &str,
             ) -> $crate::error::Result<Option<$crate::model::QueueInfo>> {
-                let row: Option<(i64, String, String, i64)> = sqlx::query_as(
-                    "SELECT id, name, options, created_at FROM queues WHERE name = $1",
+                let row: Option<QueueRow> = sqlx::query_as(
+                    "SELECT id, name, options, created_at, topic_id FROM queues WHERE name = $1",
                 )
                 .bind(name)
                 .fetch_optional(self.reader())
                 .await?;
                 let Some(row) = row else { return Ok(None) };
                 let partitions: Vec<PartitionRow> = sqlx::query_as(concat!(
-                    $crate::shared_sql::partition_columns!(),
+                    $crate::sql::partition_columns!(),
                     " WHERE queue_id = $1 ORDER BY kafka_index"
                 ))
                 .bind(row.0)
                 .fetch_all(self.reader())
                 .await?;
-                Ok(Some($crate::shared_sql::queue_info(row, partitions)?))
+                Ok(Some($crate::sql::queue_info(row, partitions)?))
             }
 
             /// Every queue with its partitions, by name.
             pub(crate) async fn queues(&self) -> $crate::error::Result<Vec<$crate::model::QueueInfo>> {
-                let rows: Vec<(i64, String, String, i64)> = sqlx::query_as(
-                    "SELECT id, name, options, created_at FROM queues ORDER BY name",
+                let rows: Vec<QueueRow> = sqlx::query_as(
+                    "SELECT id, name, options, created_at, topic_id FROM queues ORDER BY name",
                 )
                 .fetch_all(self.reader())
                 .await?;
                 let partitions: Vec<PartitionRow> = sqlx::query_as(concat!(
-                    $crate::shared_sql::partition_columns!(),
+                    $crate::sql::partition_columns!(),
                     " ORDER BY queue_id, kafka_index"
                 ))
                 .fetch_all(self.reader())
                 .await?;
-                $crate::shared_sql::queue_infos(rows, partitions)
+                $crate::sql::queue_infos(rows, partitions)
             }
 
             /// Deletes the queue with its partitions, messages and index.
@@ -169,59 +198,7 @@ macro_rules! shared_statements {
                 Ok(true)
             }
 
-            /// Up to `max` messages of the partition from offset `from` on.
-            pub(crate) async fn read(
-                &self,
-                partition_id: i64,
-                from: i64,
-                max: usize,
-            ) -> $crate::error::Result<Vec<$crate::model::StoredMessage>> {
-                let mut out = Vec::new();
-                let mut next = from;
-                while out.len() < max {
-                    let rows: Vec<(i64, i64, i64, i16, Vec<u8>)> = sqlx::query_as(
-                        "SELECT base_offset, record_count, created_at, format, records FROM segments \
-                         WHERE partition_id = $1 AND base_offset + record_count > $2 \
-                         ORDER BY base_offset LIMIT 16",
-                    )
-                    .bind(partition_id)
-                    .bind(next)
-                    .fetch_all(self.reader())
-                    .await?;
-                    if rows.is_empty() {
-                        break;
-                    }
-                    for (base_offset, count, created_at, format, records) in rows {
-                        let segment = $crate::append::SegmentRow { base_offset, count, created_at, format, records };
-                        $crate::shared_sql::take_from(segment, &mut next, max, &mut out)?;
-                    }
-                }
-                Ok(out)
-            }
 
-            /// The partition's sidecar rows matching `condition` (`$2` bound to `bound`).
-            async fn hash_rows_in(
-                conn: &mut <<$store as $crate::shared_sql::Backend>::Db as sqlx::Database>::Connection,
-                partition_id: i64,
-                condition: &str,
-                bound: i64,
-            ) -> $crate::error::Result<Vec<$crate::dedup::HashRow>> {
-                let rows: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(&format!(
-                    "SELECT base_offset, created_at, hashes FROM txn_hashes \
-                     WHERE partition_id = $1 AND {condition} ORDER BY base_offset"
-                ))
-                .bind(partition_id)
-                .bind(bound)
-                .fetch_all(&mut *conn)
-                .await?;
-                rows.into_iter()
-                    .map(|(base_offset, created_at, blob)| {
-                        let hashes = $crate::dedup::unpack_hashes(&blob)
-                            .ok_or_else(|| $crate::StorageError::Corrupt("txn_hashes row".into()))?;
-                        Ok($crate::dedup::HashRow { base_offset, created_at, hashes })
-                    })
-                    .collect()
-            }
 
             /// Checks that the database answers.
             pub(crate) async fn ping(&self) -> $crate::error::Result<()> {
@@ -229,36 +206,11 @@ macro_rules! shared_statements {
                 Ok(())
             }
 
-            /// The segment of the partition that holds `offset`, if still stored.
-            async fn segment_at_in(
-                conn: &mut <<$store as $crate::shared_sql::Backend>::Db as sqlx::Database>::Connection,
-                partition_id: i64,
-                offset: i64,
-            ) -> $crate::error::Result<Option<$crate::append::SegmentRow>> {
-                let row: Option<(i64, i64, i64, i16, Vec<u8>)> = sqlx::query_as(
-                    "SELECT base_offset, record_count, created_at, format, records FROM segments \
-                     WHERE partition_id = $1 AND base_offset <= $2 \
-                     ORDER BY base_offset DESC LIMIT 1",
-                )
-                .bind(partition_id)
-                .bind(offset)
-                .fetch_optional(&mut *conn)
-                .await?;
-                Ok(row
-                    .map(|(base_offset, count, created_at, format, records)| $crate::append::SegmentRow {
-                        base_offset,
-                        count,
-                        created_at,
-                        format,
-                        records,
-                    })
-                    .filter(|s| offset < s.base_offset + s.count))
-            }
         }
     };
 }
 
-pub(crate) use shared_statements;
+pub(crate) use catalog_statements;
 
 /// The select list of a [`PartitionRow`], including the creation time of the
 /// oldest stored segment.
@@ -273,14 +225,8 @@ macro_rules! partition_columns {
 
 pub(crate) use partition_columns;
 
-use crate::append::SegmentRow;
 use crate::error::{Result, StorageError};
-use crate::model::{PartitionInfo, QueueInfo, StoredMessage};
-
-/// Ties a store type to its sqlx database, for the macro's signatures.
-pub(crate) trait Backend {
-    type Db: sqlx::Database;
-}
+use crate::model::{PartitionInfo, QueueInfo};
 
 /// A `partitions` row as the shared statements select it.
 #[derive(Debug, sqlx::FromRow)]
@@ -311,12 +257,17 @@ impl From<PartitionRow> for PartitionInfo {
     }
 }
 
+/// A `queues` row: id, name, options (JSON), creation time, topic id.
+pub(crate) type QueueRow = (i64, String, String, i64, String);
+
 pub(crate) fn queue_info(
-    (id, name, options, created_at_ms): (i64, String, String, i64),
+    (id, name, options, created_at_ms, topic_id): QueueRow,
     partitions: Vec<PartitionRow>,
 ) -> Result<QueueInfo> {
     Ok(QueueInfo {
         id,
+        topic_id: uuid::Uuid::parse_str(&topic_id)
+            .map_err(|e| StorageError::Corrupt(format!("topic id: {e}")))?,
         name,
         options: serde_json::from_str(&options)
             .map_err(|e| StorageError::Corrupt(format!("queue options: {e}")))?,
@@ -326,7 +277,7 @@ pub(crate) fn queue_info(
 }
 
 pub(crate) fn queue_infos(
-    rows: Vec<(i64, String, String, i64)>,
+    rows: Vec<QueueRow>,
     partitions: Vec<PartitionRow>,
 ) -> Result<Vec<QueueInfo>> {
     let mut by_queue: std::collections::HashMap<i64, Vec<PartitionRow>> = Default::default();
@@ -339,29 +290,4 @@ pub(crate) fn queue_infos(
             queue_info(row, parts)
         })
         .collect()
-}
-
-/// Appends the messages of `segment` at or after `*next` to `out`, up to
-/// `max` in all, and moves `*next` past them.
-pub(crate) fn take_from(
-    segment: SegmentRow,
-    next: &mut i64,
-    max: usize,
-    out: &mut Vec<StoredMessage>,
-) -> Result<()> {
-    let base = segment.base_offset;
-    let created_at_ms = segment.created_at;
-    for (i, record) in segment.decode()?.into_iter().enumerate() {
-        let offset = base + i as i64;
-        if offset < *next || out.len() >= max {
-            continue;
-        }
-        out.push(StoredMessage {
-            offset,
-            created_at_ms,
-            record,
-        });
-        *next = offset + 1;
-    }
-    Ok(())
 }

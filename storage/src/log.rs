@@ -1,0 +1,101 @@
+//! A partition as a log, the way the Kafka facade uses it: append records
+//! and get their offsets, read from an offset, find offsets by time, and
+//! wait for appends.
+
+use tokio::sync::watch;
+
+use crate::append::{AppendJob, JobOutcome};
+use crate::error::{Result, StorageError};
+use crate::model::StoredMessage;
+use crate::record::Record;
+use crate::Engine;
+
+/// The bounds of a partition's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogBounds {
+    /// The first offset still stored.
+    pub log_start: i64,
+    /// The offset the next record gets (the high watermark).
+    pub next_offset: i64,
+}
+
+impl Engine {
+    /// Appends records to a partition as one batch; returns the offset of
+    /// the first. Records carry minted transaction ids, so nothing is a
+    /// duplicate. Committed before it returns.
+    pub async fn append_records(&self, partition_id: i64, records: Vec<Record>) -> Result<i64> {
+        if records.is_empty() {
+            return Err(StorageError::InvalidInput(
+                "an append needs at least one record".into(),
+            ));
+        }
+        let answer = self
+            .inner
+            .committer
+            .submit(AppendJob {
+                partition_id,
+                records,
+            })
+            .await?;
+        match answer.await.map_err(|_| StorageError::ShuttingDown)?? {
+            JobOutcome::Done(appended) => appended
+                .first()
+                .map(|a| a.offset)
+                .ok_or(StorageError::CommitFailed),
+            JobOutcome::PartitionGone(_) => Err(StorageError::PartitionNotFound(partition_id)),
+        }
+    }
+
+    /// Messages of a partition from `from` on, in offset order: up to
+    /// `max_messages`, stopping after the segment that passes `max_bytes`
+    /// (at least one segment is read when there is one).
+    pub async fn read_partition(
+        &self,
+        partition_id: i64,
+        from: i64,
+        max_messages: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.inner
+            .store
+            .read(partition_id, from, max_messages, max_bytes)
+            .await
+    }
+
+    /// The partition's log start and next offset.
+    pub async fn log_bounds(&self, partition_id: i64) -> Result<LogBounds> {
+        let (next_offset, log_start) = self
+            .inner
+            .store
+            .partition_state(partition_id)
+            .await?
+            .ok_or(StorageError::PartitionNotFound(partition_id))?;
+        Ok(LogBounds {
+            log_start,
+            next_offset,
+        })
+    }
+
+    /// The first message stamped at or after `timestamp` (ms): its offset and timestamp.
+    pub async fn offset_for_timestamp(
+        &self,
+        partition_id: i64,
+        timestamp: i64,
+    ) -> Result<Option<(i64, i64)>> {
+        self.inner
+            .store
+            .offset_for_timestamp(partition_id, timestamp)
+            .await
+    }
+
+    /// The message with the largest timestamp: its offset and timestamp.
+    pub async fn max_timestamp_offset(&self, partition_id: i64) -> Result<Option<(i64, i64)>> {
+        self.inner.store.max_timestamp_offset(partition_id).await
+    }
+
+    /// A signal that changes after every committed append on this broker:
+    /// long polls wait on it and then look at their partitions again.
+    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
+        self.inner.committer.subscribe()
+    }
+}

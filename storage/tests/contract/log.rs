@@ -1,0 +1,270 @@
+//! The partition log as the Kafka facade uses it: topics, appends, reads by
+//! offset and bytes, offsets by time, the append signal, the broker registry.
+
+use bytes::Bytes;
+use storage::{Content, KafkaRecord, QueueOptions, Record, TopicCreation};
+
+use crate::push::push_one;
+use crate::support::{Db, START_MS};
+
+fn kafka(value: &str, timestamp_ms: i64) -> Record {
+    Record {
+        message_id: storage::new_message_id(),
+        transaction_id: None,
+        trace_id: None,
+        content: Content::Kafka(KafkaRecord {
+            key: None,
+            value: Some(Bytes::copy_from_slice(value.as_bytes())),
+            headers: Vec::new(),
+            timestamp_ms,
+        }),
+    }
+}
+
+async fn partition_id(engine: &storage::Engine, topic: &str, index: i32) -> i64 {
+    let q = engine
+        .queue(topic)
+        .await
+        .expect("read")
+        .expect("topic exists");
+    q.partitions
+        .iter()
+        .find(|p| p.kafka_index == index)
+        .expect("partition")
+        .id
+}
+
+pub async fn topics_are_created_once_with_numbered_partitions(db: &Db) {
+    let engine = db.engine().await;
+    let kafka_options = QueueOptions::for_kafka_topic();
+    assert_eq!(
+        engine
+            .create_topic("t", 3, &kafka_options)
+            .await
+            .expect("create"),
+        TopicCreation::Created
+    );
+    assert_eq!(
+        engine
+            .create_topic("t", 5, &kafka_options)
+            .await
+            .expect("again"),
+        TopicCreation::AlreadyExists
+    );
+    let q = engine.queue("t").await.expect("read").expect("exists");
+    assert_eq!(
+        q.options.dedup_window_seconds, 0,
+        "a Kafka topic has no dedup window"
+    );
+    let parts: Vec<(String, i32)> = q
+        .partitions
+        .iter()
+        .map(|p| (p.name.clone(), p.kafka_index))
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            ("0".to_owned(), 0),
+            ("1".to_owned(), 1),
+            ("2".to_owned(), 2)
+        ]
+    );
+
+    engine.create_partitions("t", 5).await.expect("grow");
+    assert_eq!(
+        engine
+            .queue("t")
+            .await
+            .expect("read")
+            .expect("exists")
+            .partitions
+            .len(),
+        5
+    );
+    assert!(
+        engine.create_partitions("t", 5).await.is_err(),
+        "the count must grow"
+    );
+    assert!(engine.create_partitions("missing", 2).await.is_err());
+    assert!(engine.create_topic("bad", 0, &kafka_options).await.is_err());
+
+    // A queue created natively keeps its options when seen as a topic.
+    push_one(&engine, "native", "Default", Some("x")).await;
+    assert_eq!(
+        engine
+            .create_topic("native", 1, &kafka_options)
+            .await
+            .expect("create"),
+        TopicCreation::AlreadyExists
+    );
+    let native = engine.queue("native").await.expect("read").expect("exists");
+    assert_eq!(native.options.dedup_window_seconds, 3600);
+    assert_eq!(native.topic_id.get_version_num(), 4);
+}
+
+pub async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
+    let engine = db.engine().await;
+    engine
+        .create_topic("log", 1, &QueueOptions::for_kafka_topic())
+        .await
+        .expect("create");
+    let p = partition_id(&engine, "log", 0).await;
+    let mut signal = engine.subscribe_appends();
+    let before = *signal.borrow_and_update();
+    assert_eq!(
+        engine
+            .append_records(p, vec![kafka("a", 1), kafka("b", 2)])
+            .await
+            .expect("append"),
+        0
+    );
+    assert!(
+        signal.has_changed().expect("signal open"),
+        "a committed append is signalled"
+    );
+    assert_ne!(*signal.borrow_and_update(), before);
+    assert_eq!(
+        engine
+            .append_records(p, vec![kafka("c", 3)])
+            .await
+            .expect("append"),
+        2
+    );
+    for i in 0..10 {
+        engine
+            .append_records(p, vec![kafka(&"x".repeat(100), 10 + i)])
+            .await
+            .expect("append");
+    }
+    let bounds = engine.log_bounds(p).await.expect("bounds");
+    assert_eq!((bounds.log_start, bounds.next_offset), (0, 13));
+
+    let all = engine
+        .read_partition(p, 0, usize::MAX, usize::MAX)
+        .await
+        .expect("read");
+    assert_eq!(
+        all.iter().map(|m| m.offset).collect::<Vec<_>>(),
+        (0..13).collect::<Vec<_>>()
+    );
+    let mid = engine
+        .read_partition(p, 1, 2, usize::MAX)
+        .await
+        .expect("read");
+    assert_eq!(mid.iter().map(|m| m.offset).collect::<Vec<_>>(), [1, 2]);
+    // A byte budget stops after the segment that crosses it, but always returns something.
+    let small = engine
+        .read_partition(p, 3, usize::MAX, 1)
+        .await
+        .expect("read");
+    assert_eq!(small.len(), 1);
+    let some = engine
+        .read_partition(p, 3, usize::MAX, 250)
+        .await
+        .expect("read");
+    assert!(
+        some.len() >= 2 && some.len() < 10,
+        "{} messages",
+        some.len()
+    );
+    assert!(engine
+        .read_partition(p, 13, 10, 1000)
+        .await
+        .expect("read")
+        .is_empty());
+    assert!(
+        engine
+            .append_records(i64::MAX, vec![kafka("z", 1)])
+            .await
+            .is_err(),
+        "an unknown partition is an error"
+    );
+}
+
+pub async fn offsets_are_found_by_timestamp(db: &Db) {
+    let engine = db.engine().await;
+    engine
+        .create_topic("times", 1, &QueueOptions::for_kafka_topic())
+        .await
+        .expect("create");
+    let p = partition_id(&engine, "times", 0).await;
+    assert_eq!(
+        engine.offset_for_timestamp(p, 0).await.expect("lookup"),
+        None,
+        "empty"
+    );
+    engine
+        .append_records(p, vec![kafka("a", 1000), kafka("b", 3000)])
+        .await
+        .expect("append");
+    engine
+        .append_records(
+            p,
+            vec![kafka("c", 2000), kafka("d", 5000), kafka("e", 4000)],
+        )
+        .await
+        .expect("append");
+    let at = |ts| {
+        let engine = engine.clone();
+        async move { engine.offset_for_timestamp(p, ts).await.expect("lookup") }
+    };
+    assert_eq!(at(0).await, Some((0, 1000)));
+    assert_eq!(at(1000).await, Some((0, 1000)));
+    assert_eq!(at(1001).await, Some((1, 3000)));
+    assert_eq!(at(3500).await, Some((3, 5000)));
+    assert_eq!(at(5001).await, None);
+    assert_eq!(
+        engine.max_timestamp_offset(p).await.expect("max"),
+        Some((3, 5000))
+    );
+
+    // Native messages are stamped with their creation time.
+    push_one(&engine, "native", "p", None).await;
+    let q = engine.queue("native").await.expect("read").expect("exists");
+    let np = q.partitions[0].id;
+    assert_eq!(
+        engine
+            .offset_for_timestamp(np, START_MS)
+            .await
+            .expect("lookup"),
+        Some((0, START_MS))
+    );
+}
+
+pub async fn brokers_register_and_expire(db: &Db) {
+    let (a, b) = (db.engine().await, db.engine().await);
+    let id1 = a
+        .register_broker("127.0.0.1", 9092)
+        .await
+        .expect("register");
+    let id2 = b
+        .register_broker("127.0.0.1", 9093)
+        .await
+        .expect("register");
+    assert_ne!(id1, id2);
+    assert_eq!(
+        a.register_broker("127.0.0.1", 9092).await.expect("again"),
+        id1,
+        "stable per address"
+    );
+    let live = a.live_brokers(10_000).await.expect("live");
+    assert_eq!(
+        live.iter().map(|b| b.port).collect::<Vec<_>>(),
+        [9092, 9093]
+    );
+    db.clock.advance_ms(20_000);
+    a.broker_heartbeat(id1).await.expect("heartbeat");
+    let live = b.live_brokers(10_000).await.expect("live");
+    assert_eq!(
+        live.iter().map(|b| b.id).collect::<Vec<_>>(),
+        [id1],
+        "a silent broker is not live"
+    );
+    let cluster = a.cluster_id().await.expect("cluster id");
+    assert_eq!(cluster.len(), 22);
+    assert_eq!(
+        b.cluster_id().await.expect("cluster id"),
+        cluster,
+        "one cluster id per database"
+    );
+}
