@@ -37,4 +37,25 @@ pub struct Config {
     /// Largest Kafka request frame accepted, in bytes.
     #[arg(long, env = "QUEEN_MAX_KAFKA_REQUEST_BYTES", default_value_t = 100 * 1024 * 1024)]
     pub max_kafka_request_bytes: usize,
+
+    /// The Kafka address given to clients in Metadata, as `host:port`
+    /// (default: the Kafka listener's address).
+    #[arg(long, env = "QUEEN_ADVERTISED_KAFKA_ADDR")]
+    pub advertised_kafka_addr: Option<String>,
+
+    /// Whether Kafka Metadata and Produce create unknown topics.
+    #[arg(long, env = "QUEEN_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub auto_create_topics: bool,
+
+    /// Partitions of a topic created automatically or without a count.
+    #[arg(long, env = "QUEEN_DEFAULT_PARTITIONS", default_value_t = 1)]
+    pub default_partitions: i32,
+
+    /// Largest Kafka record batch accepted, in bytes.
+    #[arg(long, env = "QUEEN_MAX_MESSAGE_BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub max_message_bytes: usize,
+
+    /// Most Kafka connections served at once.
+    #[arg(long, env = "QUEEN_MAX_KAFKA_CONNECTIONS", default_value_t = 10_000)]
+    pub max_kafka_connections: usize,
 }

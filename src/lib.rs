@@ -11,6 +11,8 @@ pub mod http;
 use std::future::Future;
 
 use anyhow::Context;
+use std::sync::Arc;
+
 use storage::Engine;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -31,6 +33,20 @@ pub async fn run(
     let kafka = TcpListener::bind(config.kafka_addr)
         .await
         .with_context(|| format!("binding the Kafka address {}", config.kafka_addr))?;
+    let (advertised_host, advertised_port) = advertised(&config, kafka.local_addr()?)?;
+    let facade_config = facade::FacadeConfig {
+        max_request_bytes: config.max_kafka_request_bytes,
+        max_message_bytes: config.max_message_bytes,
+        max_decompressed_bytes: config.max_kafka_request_bytes,
+        advertised_host,
+        advertised_port,
+        auto_create_topics: config.auto_create_topics,
+        default_partitions: config.default_partitions.max(1),
+        max_connections: config.max_kafka_connections,
+    };
+    let broker = facade::Broker::register(engine.clone(), facade_config)
+        .await
+        .context("registering the broker for the Kafka facade")?;
     // A stable line on stdout that scripts and tests wait for.
     println!(
         "queen listening http={} kafka={} database={}",
@@ -45,13 +61,9 @@ pub async fn run(
         max_body_bytes: config.max_body_bytes,
     };
     let http_task = tokio::spawn(http::serve(http, state, stop.clone().cancelled_owned()));
-    let facade_config = facade::FacadeConfig {
-        max_request_bytes: config.max_kafka_request_bytes,
-    };
     let kafka_task = tokio::spawn(facade::serve(
         kafka,
-        engine.clone(),
-        facade_config,
+        Arc::new(broker),
         stop.clone().cancelled_owned(),
     ));
 
@@ -59,9 +71,25 @@ pub async fn run(
     tracing::info!("shutting down");
     stop.cancel();
     http_task.await??;
-    kafka_task.await??;
+    kafka_task.await?;
     engine.close().await;
     Ok(())
+}
+
+/// The Kafka address to advertise: the configured one, or the listener's.
+fn advertised(config: &Config, bound: std::net::SocketAddr) -> anyhow::Result<(String, i32)> {
+    match &config.advertised_kafka_addr {
+        Some(addr) => {
+            let (host, port) = addr
+                .rsplit_once(':')
+                .with_context(|| format!("--advertised-kafka-addr {addr:?} is not host:port"))?;
+            let port = port
+                .parse()
+                .with_context(|| format!("--advertised-kafka-addr {addr:?} has no valid port"))?;
+            Ok((host.trim_matches(['[', ']']).to_owned(), port))
+        }
+        None => Ok((bound.ip().to_string(), i32::from(bound.port()))),
+    }
 }
 
 /// The database URL without its password, for messages.

@@ -1,13 +1,15 @@
 //! One Kafka client connection: length-prefixed request frames in, response
-//! frames out.
+//! frames out, in order. Like Kafka, a connection's requests are handled one
+//! at a time, so answers keep the order of pipelined requests.
 
-use storage::Engine;
-use tokio::io::AsyncReadExt;
+use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-use crate::FacadeConfig;
+use crate::broker::Broker;
+use crate::handlers;
 
-/// Why a connection ended.
+/// Why a connection was closed.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnError {
     /// The socket failed or the peer went away mid-frame.
@@ -16,51 +18,57 @@ pub enum ConnError {
     /// The length prefix is negative or beyond the configured maximum.
     #[error("request frame of {0} bytes is outside 8..={1}")]
     BadLength(i64, usize),
-    /// The request names an API this broker does not implement.
-    #[error("unsupported Kafka API key {api_key} version {api_version}")]
-    Unsupported {
-        /// The request's API key.
-        api_key: i16,
-        /// The request's API version.
-        api_version: i16,
+    /// The frame could not be decoded as the request it claims to be.
+    #[error("malformed request: {0}")]
+    Malformed(String),
+    /// The request names an API key Kafka does not define.
+    #[error("unknown API key {0}")]
+    UnknownApi(i16),
+    /// The request is a version of an API this broker does not implement.
+    #[error("{api} version {version} is not supported")]
+    UnsupportedVersion {
+        /// The API's name.
+        api: String,
+        /// The version asked for.
+        version: i16,
     },
+    /// A response could not be encoded: a bug, logged loudly.
+    #[error("cannot encode the response: {0}")]
+    Encode(String),
 }
 
-/// Reads the connection's first request frame, logs it and closes: no Kafka
-/// API is served yet.
-pub async fn handle(
-    mut socket: TcpStream,
-    _engine: &Engine,
-    config: &FacadeConfig,
-) -> Result<(), ConnError> {
-    let mut len = [0u8; 4];
-    match socket.read_exact(&mut len).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-        Err(e) => return Err(e.into()),
+/// Serves one connection until the peer closes it or sends what cannot be served.
+pub async fn handle(socket: TcpStream, broker: &Broker) -> Result<(), ConnError> {
+    let _ = socket.set_nodelay(true);
+    let (read, mut write) = socket.into_split();
+    let mut read = BufReader::with_capacity(64 * 1024, read);
+    loop {
+        let mut len = [0u8; 4];
+        match read.read_exact(&mut len).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        let len = i32::from_be_bytes(len);
+        let max = broker.config.max_request_bytes;
+        let Some(size) = usize::try_from(len).ok().filter(|n| (8..=max).contains(n)) else {
+            tracing::warn!(length = len, "kafka: refusing a request frame");
+            return Err(ConnError::BadLength(i64::from(len), max));
+        };
+        let mut frame = vec![0u8; size];
+        read.read_exact(&mut frame).await?;
+        match handlers::dispatch(broker, Bytes::from(frame)).await {
+            Ok(Some(response)) => write.write_all(&response).await?,
+            Ok(None) => {} // acks=0: no answer
+            Err(e) => {
+                match &e {
+                    ConnError::Encode(_) => {
+                        tracing::error!(error = %e, "kafka: closing connection")
+                    }
+                    _ => tracing::warn!(error = %e, "kafka: closing connection"),
+                }
+                return Err(e);
+            }
+        }
     }
-    let len = i32::from_be_bytes(len);
-    let size = usize::try_from(len)
-        .ok()
-        .filter(|n| (8..=config.max_request_bytes).contains(n));
-    let Some(size) = size else {
-        tracing::warn!(length = len, "kafka: refusing request frame");
-        return Err(ConnError::BadLength(
-            i64::from(len),
-            config.max_request_bytes,
-        ));
-    };
-    let mut frame = vec![0u8; size];
-    socket.read_exact(&mut frame).await?;
-    let api_key = i16::from_be_bytes([frame[0], frame[1]]);
-    let api_version = i16::from_be_bytes([frame[2], frame[3]]);
-    tracing::info!(
-        api_key,
-        api_version,
-        "kafka: API not implemented; closing the connection"
-    );
-    Err(ConnError::Unsupported {
-        api_key,
-        api_version,
-    })
 }

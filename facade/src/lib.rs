@@ -1,16 +1,37 @@
 //! The Kafka wire-protocol front door of the queen broker.
 //!
-//! `conn` reads length-prefixed frames from each connection, bounded by the
-//! configured maximum request size. The Kafka APIs themselves are not
-//! implemented yet: every request is logged and its connection closed, which
-//! Kafka clients treat as a broker that cannot serve them.
+//! Unmodified Kafka clients manage topics, produce and fetch here, on the
+//! same storage the HTTP API serves: a topic is a queue, a Kafka partition
+//! is a queue partition by its Kafka index, offsets are shared.
+//!
+//! Where things live:
+//! - `conn`: one connection's frames, bounded by the maximum request size,
+//!   answered in order.
+//! - `handlers/`: dispatch (header, version check, codec) and one file per
+//!   API; `versions`: the single table of implemented APIs and versions.
+//! - `records`: record batches in (CRC, decompression within a budget) and
+//!   out; `broker`: this broker's identity, registry heartbeat and the
+//!   name-to-partition cache; `error`: storage errors as Kafka codes.
+//!
+//! A produce flows: `conn` reads the frame, `handlers::dispatch` decodes it
+//! with `kafka-protocol`, `handlers::produce` resolves each partition and
+//! decodes its batch with `records`, appends through the engine (committed
+//! before the answer) and answers the base offsets.
 
+mod broker;
 mod conn;
+mod error;
+mod handlers;
+pub mod records;
+pub mod versions;
 
 use std::future::Future;
+use std::sync::Arc;
 
-use storage::Engine;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+pub use broker::Broker;
 
 /// Settings of the Kafka listener.
 #[derive(Debug, Clone)]
@@ -18,19 +39,34 @@ pub struct FacadeConfig {
     /// The largest request frame accepted, in bytes; a larger length prefix
     /// closes the connection before anything is allocated.
     pub max_request_bytes: usize,
+    /// The largest record batch accepted (`MESSAGE_TOO_LARGE` beyond).
+    pub max_message_bytes: usize,
+    /// The most a batch may grow to when decompressed.
+    pub max_decompressed_bytes: usize,
+    /// The host clients are told to connect to.
+    pub advertised_host: String,
+    /// The port clients are told to connect to.
+    pub advertised_port: i32,
+    /// Whether Metadata and Produce create unknown topics.
+    pub auto_create_topics: bool,
+    /// Partitions of an auto-created topic (and of CreateTopics with -1).
+    pub default_partitions: i32,
+    /// Connections served at once; more are closed on accept.
+    pub max_connections: usize,
 }
 
-/// Accepts Kafka connections on `listener` until `shutdown` resolves.
-pub async fn serve(
-    listener: TcpListener,
-    engine: Engine,
-    config: FacadeConfig,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
+/// Accepts Kafka connections on `listener` for the registered `broker`
+/// until `shutdown` resolves, keeping its registration alive meanwhile.
+pub async fn serve(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Future<Output = ()>) {
+    let slots = Arc::new(Semaphore::new(broker.config.max_connections));
+    let heartbeat = {
+        let broker = broker.clone();
+        tokio::spawn(async move { broker.heartbeat_forever().await })
+    };
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            () = &mut shutdown => return Ok(()),
+            () = &mut shutdown => break,
             accepted = listener.accept() => {
                 let (socket, peer) = match accepted {
                     Ok(a) => a,
@@ -39,14 +75,19 @@ pub async fn serve(
                         continue;
                     }
                 };
-                let config = config.clone();
-                let engine = engine.clone();
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    tracing::warn!(%peer, "kafka: too many connections; closing");
+                    continue;
+                };
+                let broker = broker.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = conn::handle(socket, &engine, &config).await {
+                    if let Err(e) = conn::handle(socket, &broker).await {
                         tracing::debug!(%peer, error = %e, "kafka connection closed");
                     }
+                    drop(slot);
                 });
             }
         }
     }
+    heartbeat.abort();
 }

@@ -1,0 +1,152 @@
+//! What every handler of this broker can reach: the engine, the settings,
+//! this broker's identity, and a cache that resolves Kafka names to
+//! partitions.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use storage::{BrokerInfo, Engine, QueueInfo, QueueOptions, StorageError, TopicCreation};
+use uuid::Uuid;
+
+use crate::FacadeConfig;
+
+/// How often a broker renews its registration.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
+/// A broker silent for this long is no longer listed in Metadata.
+pub const LIVENESS_MS: i64 = 10_000;
+
+/// One broker's state, shared by its connections.
+#[derive(Debug)]
+pub struct Broker {
+    /// The storage engine.
+    pub engine: Engine,
+    /// The listener's settings.
+    pub config: FacadeConfig,
+    /// This broker's id in the registry.
+    pub node_id: i32,
+    /// The cluster id shared by the brokers on the database.
+    pub cluster_id: String,
+    partitions: Mutex<HashMap<(String, i32), i64>>,
+}
+
+impl Broker {
+    /// Registers the broker under its advertised address.
+    pub async fn register(engine: Engine, config: FacadeConfig) -> Result<Self, StorageError> {
+        let node_id = engine
+            .register_broker(&config.advertised_host, config.advertised_port)
+            .await?;
+        let cluster_id = engine.cluster_id().await?;
+        Ok(Self {
+            engine,
+            config,
+            node_id,
+            cluster_id,
+            partitions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Keeps the registration alive until the task is dropped.
+    pub async fn heartbeat_forever(&self) {
+        let mut tick = tokio::time::interval(HEARTBEAT_INTERVAL);
+        loop {
+            tick.tick().await;
+            if let Err(e) = self.engine.broker_heartbeat(self.node_id).await {
+                tracing::warn!(error = %e, "kafka: broker heartbeat failed");
+            }
+        }
+    }
+
+    /// The live brokers; this one at least, even if its heartbeat is late.
+    pub async fn live_brokers(&self) -> Result<Vec<BrokerInfo>, StorageError> {
+        let mut brokers = self.engine.live_brokers(LIVENESS_MS).await?;
+        if !brokers.iter().any(|b| b.id == self.node_id) {
+            brokers.push(BrokerInfo {
+                id: self.node_id,
+                host: self.config.advertised_host.clone(),
+                port: self.config.advertised_port,
+            });
+            brokers.sort_by_key(|b| b.id);
+        }
+        Ok(brokers)
+    }
+
+    /// The leader a partition is advertised on: partitions are spread over
+    /// the live brokers, although any broker serves any partition.
+    pub fn leader(brokers: &[BrokerInfo], topic: &str, index: i32) -> i32 {
+        let spread = topic
+            .bytes()
+            .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+        let n = brokers.len().max(1) as u32;
+        let slot = spread.wrapping_add(index as u32) % n;
+        brokers.get(slot as usize).map_or(-1, |b| b.id)
+    }
+
+    /// The topic, created with the broker's defaults when it does not exist
+    /// and `create` allows it.
+    pub async fn topic(&self, name: &str, create: bool) -> Result<Option<QueueInfo>, StorageError> {
+        if let Some(info) = self.engine.queue(name).await? {
+            return Ok(Some(info));
+        }
+        if !(create && self.config.auto_create_topics) {
+            return Ok(None);
+        }
+        let options = QueueOptions::for_kafka_topic();
+        if self
+            .engine
+            .create_topic(name, self.config.default_partitions, &options)
+            .await?
+            == TopicCreation::Created
+        {
+            tracing::info!(topic = name, "kafka: auto-created topic");
+        }
+        self.engine.queue(name).await
+    }
+
+    /// The name of the topic with Kafka topic id `id`.
+    pub async fn topic_name(&self, id: Uuid) -> Result<Option<String>, StorageError> {
+        Ok(self
+            .engine
+            .queues()
+            .await?
+            .into_iter()
+            .find(|q| q.topic_id == id)
+            .map(|q| q.name))
+    }
+
+    /// The id of partition `index` of `topic`, from the cache or the
+    /// database; `None` when there is no such partition.
+    pub async fn partition_id(
+        &self,
+        topic: &str,
+        index: i32,
+        create: bool,
+    ) -> Result<Option<i64>, StorageError> {
+        let key = (topic.to_owned(), index);
+        if let Some(&id) = self.cache().get(&key) {
+            return Ok(Some(id));
+        }
+        let Some(info) = self.topic(topic, create).await? else {
+            return Ok(None);
+        };
+        let mut cache = self.cache();
+        if cache.len() > 100_000 {
+            cache.clear();
+        }
+        for p in &info.partitions {
+            cache.insert((topic.to_owned(), p.kafka_index), p.id);
+        }
+        Ok(cache.get(&key).copied())
+    }
+
+    /// Forgets what is cached of a topic (it was deleted or found stale).
+    pub fn forget(&self, topic: &str) {
+        self.cache().retain(|(t, _), _| t != topic);
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<(String, i32), i64>> {
+        self.partitions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}

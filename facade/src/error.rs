@@ -1,0 +1,22 @@
+//! Errors of the facade and their Kafka error codes.
+
+use kafka_protocol::ResponseError;
+use storage::StorageError;
+
+/// The Kafka error code for a storage failure, as a client should see it.
+pub fn storage_code(err: &StorageError) -> i16 {
+    let e = match err {
+        StorageError::QueueNotFound(_) | StorageError::PartitionNotFound(_) => {
+            ResponseError::UnknownTopicOrPartition
+        }
+        StorageError::InvalidInput(_) | StorageError::NameTooLong { .. } => {
+            ResponseError::InvalidRequest
+        }
+        StorageError::CommitFailed | StorageError::ShuttingDown => ResponseError::RequestTimedOut,
+        StorageError::Corrupt(_) | StorageError::Database(_) | StorageError::Migrate(_) => {
+            tracing::error!(error = %err, "kafka request failed in storage");
+            ResponseError::KafkaStorageError
+        }
+    };
+    e.code()
+}

@@ -1,0 +1,56 @@
+//! DeleteTopics: deletes the queue with everything in it.
+
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use uuid::Uuid;
+
+use crate::broker::Broker;
+use crate::error::storage_code;
+
+/// Deletes each named topic (by name up to v5, by name or id in v6).
+pub async fn handle(
+    broker: &Broker,
+    version: i16,
+    request: DeleteTopicsRequest,
+) -> DeleteTopicsResponse {
+    let targets: Vec<(Option<String>, Uuid)> = if version >= 6 {
+        request
+            .topics
+            .iter()
+            .map(|t| (t.name.as_ref().map(|n| n.to_string()), t.topic_id))
+            .collect()
+    } else {
+        request
+            .topic_names
+            .iter()
+            .map(|n| (Some(n.to_string()), Uuid::nil()))
+            .collect()
+    };
+    let mut responses = Vec::with_capacity(targets.len());
+    for (name, id) in targets {
+        let name = match name {
+            Some(n) => Some(n),
+            None => broker.topic_name(id).await.ok().flatten(),
+        };
+        let mut result = DeletableTopicResult::default()
+            .with_name(name.clone().map(|n| TopicName(StrBytes::from_string(n))));
+        if version >= 6 {
+            result.topic_id = id;
+        }
+        result.error_code = match &name {
+            None => ResponseError::UnknownTopicId.code(),
+            Some(name) => match broker.engine.delete_queue(name).await {
+                Ok(true) => {
+                    broker.forget(name);
+                    0
+                }
+                Ok(false) => ResponseError::UnknownTopicOrPartition.code(),
+                Err(e) => storage_code(&e),
+            },
+        };
+        responses.push(result);
+    }
+    DeleteTopicsResponse::default().with_responses(responses)
+}

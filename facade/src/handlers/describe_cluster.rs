@@ -1,0 +1,34 @@
+//! DescribeCluster: the live brokers, the controller and the cluster id.
+
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::broker::Broker;
+use crate::error::storage_code;
+
+/// Answers with the brokers sharing the database.
+pub async fn handle(
+    broker: &Broker,
+    _version: i16,
+    _request: DescribeClusterRequest,
+) -> DescribeClusterResponse {
+    let mut answer = DescribeClusterResponse::default()
+        .with_cluster_id(StrBytes::from_string(broker.cluster_id.clone()));
+    match broker.live_brokers().await {
+        Ok(brokers) => {
+            answer.controller_id = BrokerId(brokers.first().map_or(broker.node_id, |b| b.id));
+            answer.brokers = brokers
+                .into_iter()
+                .map(|b| {
+                    DescribeClusterBroker::default()
+                        .with_broker_id(BrokerId(b.id))
+                        .with_host(StrBytes::from_string(b.host))
+                        .with_port(b.port)
+                })
+                .collect();
+        }
+        Err(e) => answer.error_code = storage_code(&e),
+    }
+    answer
+}

@@ -1,0 +1,211 @@
+//! Fetch: reads from any offset, as a real long poll.
+//!
+//! When less than `min_bytes` is available the request waits for the
+//! engine's append signal (no polling loop) until `max_wait_ms`. Fetch
+//! sessions (KIP-227) are refused correctly: a session is never created
+//! (the answer's session id is 0, so clients keep sending full requests) and
+//! an incremental request gets `FETCH_SESSION_ID_NOT_FOUND`.
+
+use std::time::Duration;
+
+use bytes::BytesMut;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::ResponseError;
+use storage::StorageError;
+use uuid::Uuid;
+
+use crate::broker::Broker;
+use crate::error::storage_code;
+use crate::records::encode_batch;
+
+/// The longest a fetch may wait, whatever it asks.
+const MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// One partition of the request, resolved.
+struct Wanted {
+    topic: usize,
+    index: i32,
+    partition_id: Result<i64, i16>,
+    offset: i64,
+    max_bytes: usize,
+}
+
+/// Answers with what is available from each requested offset, waiting up
+/// to `max_wait_ms` for `min_bytes`.
+pub async fn handle(broker: &Broker, version: i16, request: FetchRequest) -> FetchResponse {
+    if version >= 7 && request.session_id != 0 {
+        return FetchResponse::default()
+            .with_error_code(ResponseError::FetchSessionIdNotFound.code());
+    }
+    let mut signal = broker.engine.subscribe_appends();
+    signal.borrow_and_update();
+
+    let mut topics: Vec<(Option<String>, TopicName, Uuid)> = Vec::new();
+    let mut wanted = Vec::new();
+    for topic in &request.topics {
+        let name = if version >= 13 {
+            broker.topic_name(topic.topic_id).await.ok().flatten()
+        } else {
+            Some(topic.topic.to_string())
+        };
+        for p in &topic.partitions {
+            let partition_id = match &name {
+                None => Err(ResponseError::UnknownTopicId.code()),
+                Some(name) => match broker.partition_id(name, p.partition, false).await {
+                    Ok(Some(id)) => Ok(id),
+                    Ok(None) => Err(ResponseError::UnknownTopicOrPartition.code()),
+                    Err(e) => Err(storage_code(&e)),
+                },
+            };
+            wanted.push(Wanted {
+                topic: topics.len(),
+                index: p.partition,
+                partition_id,
+                offset: p.fetch_offset,
+                max_bytes: usize::try_from(p.partition_max_bytes).unwrap_or(0),
+            });
+        }
+        topics.push((name, topic.topic.clone(), topic.topic_id));
+    }
+
+    let wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0)).min(MAX_WAIT);
+    let deadline = tokio::time::Instant::now() + wait;
+    let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
+    let max_bytes = usize::try_from(request.max_bytes).unwrap_or(usize::MAX);
+    let read_committed = request.isolation_level == 1;
+    loop {
+        let (partitions, bytes, failed) =
+            read_all(broker, version, &wanted, max_bytes, read_committed).await;
+        let expired = tokio::time::Instant::now() >= deadline;
+        if bytes >= min_bytes || failed || expired {
+            return answer(version, &topics, &wanted, partitions);
+        }
+        // Sleep until something is appended on this broker, or the deadline.
+        // Appends through other brokers are seen at the deadline at the latest.
+        match tokio::time::timeout_at(deadline, signal.changed()).await {
+            Ok(Ok(())) => {
+                signal.borrow_and_update();
+            }
+            Ok(Err(_)) | Err(_) => {
+                let (partitions, _, _) =
+                    read_all(broker, version, &wanted, max_bytes, read_committed).await;
+                return answer(version, &topics, &wanted, partitions);
+            }
+        }
+    }
+}
+
+/// Reads every wanted partition; returns their answers, the record bytes
+/// gathered and whether any partition failed.
+async fn read_all(
+    broker: &Broker,
+    version: i16,
+    wanted: &[Wanted],
+    max_bytes: usize,
+    read_committed: bool,
+) -> (Vec<PartitionData>, usize, bool) {
+    let mut total = 0;
+    let mut failed = false;
+    let mut out = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        let mut data = PartitionData::default().with_partition_index(w.index);
+        if read_committed {
+            data.aborted_transactions = Some(Vec::new());
+        }
+        match w.partition_id {
+            Err(code) => {
+                data.error_code = code;
+                failed = true;
+            }
+            Ok(partition_id) => {
+                // The first partition with data may overshoot the budget, as in Kafka.
+                let budget = w.max_bytes.min(max_bytes.saturating_sub(total));
+                let budget = if total == 0 {
+                    w.max_bytes.max(1)
+                } else {
+                    budget
+                };
+                match read_one(
+                    broker,
+                    version,
+                    partition_id,
+                    w.offset,
+                    budget,
+                    data.clone(),
+                )
+                .await
+                {
+                    Ok((filled, n)) => {
+                        total += n;
+                        data = filled;
+                    }
+                    Err(e) => {
+                        data.error_code = storage_code(&e);
+                        failed = true;
+                    }
+                }
+                if data.error_code != 0 {
+                    failed = true;
+                }
+            }
+        }
+        out.push(data);
+    }
+    (out, total, failed)
+}
+
+async fn read_one(
+    broker: &Broker,
+    version: i16,
+    partition_id: i64,
+    offset: i64,
+    budget: usize,
+    mut data: PartitionData,
+) -> Result<(PartitionData, usize), StorageError> {
+    let bounds = broker.engine.log_bounds(partition_id).await?;
+    data.high_watermark = bounds.next_offset;
+    data.last_stable_offset = bounds.next_offset;
+    if version >= 5 {
+        data.log_start_offset = bounds.log_start;
+    }
+    if offset < bounds.log_start || offset > bounds.next_offset {
+        data.error_code = ResponseError::OffsetOutOfRange.code();
+        return Ok((data, 0));
+    }
+    let mut records = BytesMut::new();
+    if budget > 0 && offset < bounds.next_offset {
+        let messages = broker
+            .engine
+            .read_partition(partition_id, offset, usize::MAX, budget)
+            .await?;
+        encode_batch(&messages, &mut records);
+    }
+    let n = records.len();
+    data.records = Some(records.freeze());
+    Ok((data, n))
+}
+
+fn answer(
+    version: i16,
+    topics: &[(Option<String>, TopicName, Uuid)],
+    wanted: &[Wanted],
+    partitions: Vec<PartitionData>,
+) -> FetchResponse {
+    let mut responses: Vec<FetchableTopicResponse> = topics
+        .iter()
+        .map(|(_, name, id)| {
+            let mut t = FetchableTopicResponse::default();
+            if version >= 13 {
+                t.topic_id = *id;
+            } else {
+                t.topic = name.clone();
+            }
+            t
+        })
+        .collect();
+    for (w, data) in wanted.iter().zip(partitions) {
+        responses[w.topic].partitions.push(data);
+    }
+    FetchResponse::default().with_responses(responses)
+}

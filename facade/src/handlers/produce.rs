@@ -1,0 +1,128 @@
+//! Produce: record batches become messages with minted transaction ids,
+//! appended per partition and committed before the answer (whatever `acks`
+//! asks, the append is durable when it is acknowledged).
+
+use bytes::Bytes;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::ResponseError;
+use storage::StorageError;
+
+use crate::broker::Broker;
+use crate::error::storage_code;
+use crate::records::{decode_batches, BatchError};
+
+/// A partition's answer in the making: (index, error code, base offset).
+type Slot = (i32, i16, i64);
+
+/// Appends every partition's batches; `None` for `acks = 0`.
+pub async fn handle(
+    broker: &Broker,
+    version: i16,
+    request: ProduceRequest,
+) -> Option<ProduceResponse> {
+    let mut appends = tokio::task::JoinSet::new();
+    let mut answers: Vec<(TopicProduceResponse, Vec<Slot>)> = Vec::new();
+    for (t, topic) in request.topic_data.into_iter().enumerate() {
+        let name = if version >= 13 {
+            broker.topic_name(topic.topic_id).await.ok().flatten()
+        } else {
+            Some(topic.name.to_string())
+        };
+        let mut header = TopicProduceResponse::default();
+        if version >= 13 {
+            header.topic_id = topic.topic_id;
+        } else {
+            header.name = topic.name.clone();
+        }
+        let mut partitions = Vec::new();
+        for (p, data) in topic.partition_data.into_iter().enumerate() {
+            partitions.push((data.index, 0, -1));
+            let Some(name) = name.clone() else {
+                partitions[p].1 = ResponseError::UnknownTopicId.code();
+                continue;
+            };
+            let records = data.records.unwrap_or_default();
+            match prepare(broker, &name, data.index, records).await {
+                Ok((partition_id, batch)) => {
+                    let engine = broker.engine.clone();
+                    appends.spawn(async move {
+                        (
+                            (t, p),
+                            name,
+                            engine.append_records(partition_id, batch).await,
+                        )
+                    });
+                }
+                Err(code) => partitions[p].1 = code,
+            }
+        }
+        answers.push((header, partitions));
+    }
+    for ((t, p), name, result) in appends.join_all().await {
+        let slot = &mut answers[t].1[p];
+        match result {
+            Ok(base_offset) => slot.2 = base_offset,
+            Err(e) => {
+                if matches!(e, StorageError::PartitionNotFound(_)) {
+                    broker.forget(&name);
+                }
+                slot.1 = storage_code(&e);
+            }
+        }
+    }
+    if request.acks == 0 {
+        return None;
+    }
+    let responses = answers
+        .into_iter()
+        .map(|(header, partitions)| {
+            header.with_partition_responses(
+                partitions
+                    .into_iter()
+                    .map(|(index, error_code, base_offset)| {
+                        PartitionProduceResponse::default()
+                            .with_index(index)
+                            .with_error_code(error_code)
+                            .with_base_offset(base_offset)
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    Some(ProduceResponse::default().with_responses(responses))
+}
+
+/// Resolves the partition (creating the topic if allowed) and decodes the
+/// records, or says which error code the partition gets.
+async fn prepare(
+    broker: &Broker,
+    topic: &str,
+    index: i32,
+    records: Bytes,
+) -> Result<(i64, Vec<storage::Record>), i16> {
+    if records.len() > broker.config.max_message_bytes {
+        return Err(ResponseError::MessageTooLarge.code());
+    }
+    let partition_id = match broker.partition_id(topic, index, true).await {
+        Ok(Some(id)) => id,
+        Ok(None) => return Err(ResponseError::UnknownTopicOrPartition.code()),
+        Err(StorageError::InvalidInput(_) | StorageError::NameTooLong { .. }) => {
+            return Err(ResponseError::InvalidTopicException.code())
+        }
+        Err(e) => return Err(storage_code(&e)),
+    };
+    let batch = decode_batches(records, broker.config.max_decompressed_bytes).map_err(|e| {
+        tracing::debug!(topic, index, error = %e, "kafka: produce refused");
+        match e {
+            BatchError::Corrupt(_) => ResponseError::CorruptMessage.code(),
+            BatchError::UnsupportedMagic(_) => ResponseError::UnsupportedForMessageFormat.code(),
+            BatchError::TooLarge(_) => ResponseError::MessageTooLarge.code(),
+            BatchError::Invalid(_) => ResponseError::InvalidRecord.code(),
+        }
+    })?;
+    if batch.is_empty() {
+        return Err(ResponseError::InvalidRecord.code());
+    }
+    Ok((partition_id, batch))
+}

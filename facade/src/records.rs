@@ -1,0 +1,493 @@
+//! Record batches (magic 2) in and out.
+//!
+//! Produce: [`decode_batches`] checks each batch (length, magic, CRC-32C),
+//! decompresses it within a budget and turns every record into a stored
+//! [`Record`] with a minted id. Fetch: [`encode_batch`] writes stored
+//! messages as one uncompressed batch.
+//!
+//! The record level is written here rather than taken from
+//! `kafka_protocol::records`, because that codec keeps headers in a map
+//! (a record's repeated header names would be lost) and decompresses without
+//! a bound (a small compressed batch could exhaust memory).
+
+use std::io::Read;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use storage::{Content, Header, KafkaRecord, Record, StoredMessage};
+
+/// Why a produced batch was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    /// Lengths, CRC or record structure do not add up.
+    #[error("corrupt record batch: {0}")]
+    Corrupt(String),
+    /// Not a magic-2 batch.
+    #[error("record batch magic {0} is not supported (only 2)")]
+    UnsupportedMagic(i8),
+    /// Decompressed, the batch would exceed the budget.
+    #[error("record batch is larger than {0} bytes once decompressed")]
+    TooLarge(usize),
+    /// A batch this broker does not accept (control batches).
+    #[error("invalid record batch: {0}")]
+    Invalid(String),
+}
+
+const HEADER_LEN: usize = 61;
+const CRC_START: usize = 21;
+const ATTR_COMPRESSION: i16 = 0x07;
+const ATTR_CONTROL: i16 = 0x20;
+
+fn corrupt(what: &str) -> BatchError {
+    BatchError::Corrupt(what.to_owned())
+}
+
+/// Decodes every batch in `data` into records ready to store, each with a
+/// fresh message id. `budget` bounds the decompressed size of each batch.
+pub fn decode_batches(mut data: Bytes, budget: usize) -> Result<Vec<Record>, BatchError> {
+    let mut out = Vec::new();
+    while data.has_remaining() {
+        if data.remaining() < HEADER_LEN {
+            return Err(corrupt("truncated batch header"));
+        }
+        let batch_len = i32::from_be_bytes([data[8], data[9], data[10], data[11]]);
+        let total = usize::try_from(batch_len)
+            .ok()
+            .and_then(|n| n.checked_add(12))
+            .filter(|&n| n >= HEADER_LEN && n <= data.remaining())
+            .ok_or_else(|| corrupt("batch length does not match the data"))?;
+        let batch = data.split_to(total);
+        decode_batch(batch, budget, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn decode_batch(batch: Bytes, budget: usize, out: &mut Vec<Record>) -> Result<(), BatchError> {
+    let magic = batch[16] as i8;
+    if magic != 2 {
+        return Err(BatchError::UnsupportedMagic(magic));
+    }
+    let crc = u32::from_be_bytes([batch[17], batch[18], batch[19], batch[20]]);
+    if crc32c::crc32c(&batch[CRC_START..]) != crc {
+        return Err(corrupt("CRC mismatch"));
+    }
+    let mut h = batch.slice(CRC_START..HEADER_LEN);
+    let attributes = h.get_i16();
+    let _last_offset_delta = h.get_i32();
+    let base_timestamp = h.get_i64();
+    let _max_timestamp = h.get_i64();
+    let _producer_id = h.get_i64();
+    let _producer_epoch = h.get_i16();
+    let _base_sequence = h.get_i32();
+    let count = h.get_i32();
+    if attributes & ATTR_CONTROL != 0 {
+        return Err(BatchError::Invalid(
+            "control batches cannot be produced".into(),
+        ));
+    }
+    let count = usize::try_from(count).map_err(|_| corrupt("negative record count"))?;
+    let body = decompress(
+        attributes & ATTR_COMPRESSION,
+        batch.slice(HEADER_LEN..),
+        budget,
+    )?;
+    let mut body = body;
+    out.reserve(count.min(body.len()));
+    for _ in 0..count {
+        out.push(decode_record(&mut body, base_timestamp)?);
+    }
+    if body.has_remaining() {
+        return Err(corrupt("bytes after the last record"));
+    }
+    Ok(())
+}
+
+fn decode_record(buf: &mut Bytes, base_timestamp: i64) -> Result<Record, BatchError> {
+    let len = usize::try_from(varlong(buf)?).map_err(|_| corrupt("negative record length"))?;
+    if buf.remaining() < len {
+        return Err(corrupt("record longer than its batch"));
+    }
+    let mut r = buf.split_to(len);
+    if !r.has_remaining() {
+        return Err(corrupt("empty record"));
+    }
+    let _attributes = r.get_i8();
+    let timestamp_delta = varlong(&mut r)?;
+    let _offset_delta = varlong(&mut r)?;
+    let key = nullable_bytes(&mut r)?;
+    let value = nullable_bytes(&mut r)?;
+    let header_count =
+        usize::try_from(varlong(&mut r)?).map_err(|_| corrupt("negative header count"))?;
+    let mut headers = Vec::with_capacity(header_count.min(r.len()));
+    for _ in 0..header_count {
+        let key = nullable_bytes(&mut r)?.ok_or_else(|| corrupt("null header name"))?;
+        let value = nullable_bytes(&mut r)?;
+        headers.push(Header { key, value });
+    }
+    if r.has_remaining() {
+        return Err(corrupt("bytes after the record's headers"));
+    }
+    Ok(Record {
+        message_id: storage::new_message_id(),
+        transaction_id: None,
+        trace_id: None,
+        content: Content::Kafka(KafkaRecord {
+            key,
+            value,
+            headers,
+            timestamp_ms: base_timestamp.wrapping_add(timestamp_delta),
+        }),
+    })
+}
+
+/// A zigzag varint of up to 64 bits.
+fn varlong(buf: &mut Bytes) -> Result<i64, BatchError> {
+    let mut raw = 0u64;
+    for shift in (0..64).step_by(7) {
+        if !buf.has_remaining() {
+            return Err(corrupt("truncated varint"));
+        }
+        let b = buf.get_u8();
+        raw |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok((raw >> 1) as i64 ^ -((raw & 1) as i64));
+        }
+    }
+    Err(corrupt("varint too long"))
+}
+
+fn nullable_bytes(buf: &mut Bytes) -> Result<Option<Bytes>, BatchError> {
+    let len = varlong(buf)?;
+    if len < 0 {
+        return Ok(None);
+    }
+    let len = usize::try_from(len).map_err(|_| corrupt("length"))?;
+    if buf.remaining() < len {
+        return Err(corrupt("field longer than its record"));
+    }
+    Ok(Some(buf.split_to(len)))
+}
+
+/// Decompresses a batch body, refusing to produce more than `budget` bytes.
+fn decompress(codec: i16, data: Bytes, budget: usize) -> Result<Bytes, BatchError> {
+    let bounded = |reader: &mut dyn Read| -> Result<Bytes, BatchError> {
+        let mut out = Vec::new();
+        reader
+            .take(budget as u64 + 1)
+            .read_to_end(&mut out)
+            .map_err(|e| BatchError::Corrupt(format!("decompression failed: {e}")))?;
+        if out.len() > budget {
+            return Err(BatchError::TooLarge(budget));
+        }
+        Ok(Bytes::from(out))
+    };
+    match codec {
+        0 => Ok(data),
+        1 => bounded(&mut flate2::read::GzDecoder::new(data.reader())),
+        2 => snappy(&data, budget),
+        3 => {
+            let mut decoder = lz4::Decoder::new(data.reader())
+                .map_err(|e| BatchError::Corrupt(format!("lz4: {e}")))?;
+            bounded(&mut decoder)
+        }
+        4 => {
+            let mut decoder = zstd::stream::read::Decoder::new(data.reader())
+                .map_err(|e| BatchError::Corrupt(format!("zstd: {e}")))?;
+            bounded(&mut decoder)
+        }
+        other => Err(BatchError::Corrupt(format!(
+            "unknown compression codec {other}"
+        ))),
+    }
+}
+
+/// Snappy as Kafka clients write it: the Java client's xerial framing
+/// (a magic header, then length-prefixed blocks), or one raw block.
+fn snappy(data: &[u8], budget: usize) -> Result<Bytes, BatchError> {
+    const XERIAL: &[u8] = b"\x82SNAPPY\x00";
+    let mut blocks: Vec<&[u8]> = Vec::new();
+    if data.starts_with(XERIAL) && data.len() >= 16 {
+        let mut rest = &data[16..];
+        while !rest.is_empty() {
+            if rest.len() < 4 {
+                return Err(corrupt("truncated snappy block"));
+            }
+            let n = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            let block = rest
+                .get(4..4 + n)
+                .ok_or_else(|| corrupt("truncated snappy block"))?;
+            blocks.push(block);
+            rest = &rest[4 + n..];
+        }
+    } else {
+        blocks.push(data);
+    }
+    let mut out = Vec::new();
+    for block in blocks {
+        let n = snap::raw::decompress_len(block)
+            .map_err(|e| BatchError::Corrupt(format!("snappy: {e}")))?;
+        if out.len() + n > budget {
+            return Err(BatchError::TooLarge(budget));
+        }
+        let start = out.len();
+        out.resize(start + n, 0);
+        snap::raw::Decoder::new()
+            .decompress(block, &mut out[start..])
+            .map_err(|e| BatchError::Corrupt(format!("snappy: {e}")))?;
+    }
+    Ok(Bytes::from(out))
+}
+
+/// What a stored message looks like to a Kafka consumer.
+struct Outgoing<'a> {
+    timestamp: i64,
+    key: Option<&'a [u8]>,
+    value: Option<&'a [u8]>,
+    headers: Vec<(&'a [u8], Option<&'a [u8]>)>,
+}
+
+/// The header that carries a native message's transaction id.
+pub const TRANSACTION_ID_HEADER: &str = "queen-transaction-id";
+/// The header that carries a native message's trace id.
+pub const TRACE_ID_HEADER: &str = "queen-trace-id";
+
+/// Writes `messages` (consecutive offsets) as one uncompressed magic-2 batch.
+pub fn encode_batch(messages: &[StoredMessage], out: &mut BytesMut) {
+    let Some(first) = messages.first() else {
+        return;
+    };
+    let ids: Vec<(String, Option<String>)> = messages
+        .iter()
+        .map(|m| {
+            (
+                m.record.transaction_id(),
+                m.record.trace_id.map(|t| t.to_string()),
+            )
+        })
+        .collect();
+    let outgoing: Vec<Outgoing<'_>> = messages
+        .iter()
+        .zip(&ids)
+        .map(|(m, (txn, trace))| match &m.record.content {
+            Content::Kafka(k) => Outgoing {
+                timestamp: k.timestamp_ms,
+                key: k.key.as_deref(),
+                value: k.value.as_deref(),
+                headers: k
+                    .headers
+                    .iter()
+                    .map(|h| (&h.key[..], h.value.as_deref()))
+                    .collect(),
+            },
+            Content::Json(json) => {
+                let mut headers = vec![(TRANSACTION_ID_HEADER.as_bytes(), Some(txn.as_bytes()))];
+                if let Some(trace) = trace {
+                    headers.push((TRACE_ID_HEADER.as_bytes(), Some(trace.as_bytes())));
+                }
+                Outgoing {
+                    timestamp: m.created_at_ms,
+                    key: None,
+                    value: Some(json.as_bytes()),
+                    headers,
+                }
+            }
+        })
+        .collect();
+    let base_timestamp = outgoing.iter().map(|o| o.timestamp).min().unwrap_or(0);
+    let max_timestamp = outgoing.iter().map(|o| o.timestamp).max().unwrap_or(0);
+
+    let start = out.len();
+    out.put_i64(first.offset);
+    out.put_i32(0); // batch length, filled below
+    out.put_i32(0); // partition leader epoch
+    out.put_i8(2);
+    out.put_u32(0); // CRC, filled below
+    let crc_from = out.len();
+    out.put_i16(0); // attributes: no compression, CreateTime
+    out.put_i32((messages.len() - 1) as i32);
+    out.put_i64(base_timestamp);
+    out.put_i64(max_timestamp);
+    out.put_i64(-1); // producer id
+    out.put_i16(-1); // producer epoch
+    out.put_i32(-1); // base sequence
+    out.put_i32(messages.len() as i32);
+    let mut record = BytesMut::new();
+    for (delta, o) in outgoing.iter().enumerate() {
+        record.clear();
+        record.put_i8(0);
+        put_varlong(&mut record, o.timestamp - base_timestamp);
+        put_varlong(&mut record, delta as i64);
+        put_nullable(&mut record, o.key);
+        put_nullable(&mut record, o.value);
+        put_varlong(&mut record, o.headers.len() as i64);
+        for (k, v) in &o.headers {
+            put_nullable(&mut record, Some(k));
+            put_nullable(&mut record, *v);
+        }
+        put_varlong(out, record.len() as i64);
+        out.put_slice(&record);
+    }
+    let batch_len = (out.len() - start - 12) as i32;
+    out[start + 8..start + 12].copy_from_slice(&batch_len.to_be_bytes());
+    let crc = crc32c::crc32c(&out[crc_from..]);
+    out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
+}
+
+fn put_varlong(out: &mut BytesMut, v: i64) {
+    let mut raw = ((v << 1) ^ (v >> 63)) as u64;
+    while raw >= 0x80 {
+        out.put_u8((raw as u8) | 0x80);
+        raw >>= 7;
+    }
+    out.put_u8(raw as u8);
+}
+
+fn put_nullable(out: &mut BytesMut, bytes: Option<&[u8]>) {
+    match bytes {
+        None => put_varlong(out, -1),
+        Some(b) => {
+            put_varlong(out, b.len() as i64);
+            out.put_slice(b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::records::{
+        Compression, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+
+    fn kafka_record(
+        offset: i64,
+        key: Option<&str>,
+        value: Option<&str>,
+    ) -> kafka_protocol::records::Record {
+        kafka_protocol::records::Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset,
+            // The reference encoder starts a new batch when offset - sequence changes.
+            sequence: offset as i32,
+            timestamp: 1_700_000_000_000 + offset,
+            key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
+            value: value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
+            headers: [("h".into(), Some(Bytes::from_static(b"v")))]
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    fn produced(compression: Compression) -> Bytes {
+        let records = [
+            kafka_record(0, Some("k"), Some("hello")),
+            kafka_record(1, None, None),
+        ];
+        let mut buf = BytesMut::new();
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression,
+        };
+        RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
+        buf.freeze()
+    }
+
+    #[test]
+    fn every_codec_decodes() {
+        for c in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let records =
+                decode_batches(produced(c), 1 << 20).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+            assert_eq!(records.len(), 2, "{c:?}");
+            let Content::Kafka(k) = &records[0].content else {
+                panic!("kafka record")
+            };
+            assert_eq!(k.key.as_deref(), Some(&b"k"[..]));
+            assert_eq!(k.value.as_deref(), Some(&b"hello"[..]));
+            assert_eq!(k.timestamp_ms, 1_700_000_000_000);
+            assert_eq!(
+                k.headers,
+                vec![Header {
+                    key: Bytes::from_static(b"h"),
+                    value: Some(Bytes::from_static(b"v"))
+                }]
+            );
+            let Content::Kafka(k) = &records[1].content else {
+                panic!("kafka record")
+            };
+            assert_eq!((k.key.as_ref(), k.value.as_ref()), (None, None));
+            assert_eq!(k.timestamp_ms, 1_700_000_000_001);
+        }
+    }
+
+    #[test]
+    fn damage_is_refused_not_panicked_on() {
+        let good = produced(Compression::Gzip);
+        let mut flipped = BytesMut::from(&good[..]);
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0xff;
+        assert_eq!(
+            decode_batches(flipped.freeze(), 1 << 20),
+            Err(corrupt("CRC mismatch"))
+        );
+        for cut in 0..good.len() {
+            let r = decode_batches(good.slice(..cut), 1 << 20);
+            assert!(r.is_err() || cut == 0, "cut {cut} of {}: {r:?}", good.len());
+        }
+        assert_eq!(
+            decode_batches(produced(Compression::Zstd), 8),
+            Err(BatchError::TooLarge(8))
+        );
+    }
+
+    #[test]
+    fn encoded_batches_read_back_with_the_reference_decoder() {
+        let messages: Vec<StoredMessage> = decode_batches(produced(Compression::None), 1 << 20)
+            .expect("decode")
+            .into_iter()
+            .enumerate()
+            .map(|(i, record)| StoredMessage {
+                offset: 40 + i as i64,
+                created_at_ms: 5,
+                record,
+            })
+            .chain(std::iter::once(StoredMessage {
+                offset: 42,
+                created_at_ms: 1_700_000_000_009,
+                record: Record {
+                    message_id: storage::new_message_id(),
+                    transaction_id: Some("order-1".into()),
+                    trace_id: None,
+                    content: Content::Json(r#"{"a":1}"#.into()),
+                },
+            }))
+            .collect();
+        let mut out = BytesMut::new();
+        encode_batch(&messages, &mut out);
+        let mut bytes = out.freeze();
+        let set = RecordBatchDecoder::decode(&mut bytes).expect("reference decoder accepts it");
+        let offsets: Vec<i64> = set.records.iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, [40, 41, 42]);
+        assert_eq!(set.records[0].value.as_deref(), Some(&b"hello"[..]));
+        assert_eq!(set.records[2].value.as_deref(), Some(&br#"{"a":1}"#[..]));
+        assert_eq!(set.records[2].timestamp, 1_700_000_000_009);
+        assert_eq!(
+            set.records[2]
+                .headers
+                .get(&kafka_protocol::protocol::StrBytes::from_static_str(
+                    TRANSACTION_ID_HEADER
+                )),
+            Some(&Some(Bytes::from_static(b"order-1")))
+        );
+    }
+}

@@ -1,0 +1,62 @@
+//! The one table of Kafka APIs and versions this broker implements. Both
+//! ApiVersions (what is advertised) and dispatch (what is accepted) read it,
+//! so the two cannot drift apart.
+
+use kafka_protocol::messages::ApiKey;
+
+/// (API, lowest version, highest version) implemented, each version fully.
+/// The lowest versions are those Kafka 4.0 still serves; the highest are
+/// those of the pinned `kafka-protocol` crate.
+pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 13),
+    (ApiKey::Fetch, 4, 18),
+    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::Metadata, 0, 13),
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
+];
+
+/// The implemented range of `key`, if it is implemented at all.
+pub fn range(key: ApiKey) -> Option<(i16, i16)> {
+    SUPPORTED
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|&(_, min, max)| (min, max))
+}
+
+/// Whether `version` of `key` is implemented.
+pub fn supports(key: ApiKey, version: i16) -> bool {
+    range(key).is_some_and(|(min, max)| (min..=max).contains(&version))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_range_sits_inside_the_codec() {
+        for &(key, min, max) in SUPPORTED {
+            let codec = key.valid_versions();
+            assert!(min <= max, "{key:?}");
+            assert!(
+                codec.min <= min && max <= codec.max,
+                "{key:?} {min}..={max} outside {codec}"
+            );
+        }
+    }
+
+    #[test]
+    fn nothing_is_listed_twice() {
+        for (i, (key, _, _)) in SUPPORTED.iter().enumerate() {
+            assert!(
+                SUPPORTED[i + 1..].iter().all(|(k, _, _)| k != key),
+                "{key:?}"
+            );
+        }
+    }
+}
