@@ -16,18 +16,19 @@ fn python() -> String {
 fn run_script(script: &str, broker: &Broker) {
     let python = python();
     let probe = Command::new(&python)
-        .args(["-c", "import queen"])
+        .args(["-c", "import queen, kafka"])
         .status()
         .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
     assert!(
         probe.success(),
-        "the queen-mq client is not installed for {python}: \
+        "the Python clients (queen-mq, kafka-python) are not installed for {python}: \
          pip install -r tests/python/requirements.txt (scripts/test does it)"
     );
     let path = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
     let output = Command::new(&python)
         .arg(&path)
         .env("QUEEN_URL", &broker.http)
+        .env("QUEEN_KAFKA", &broker.kafka)
         .output()
         .expect("run the python script");
     assert!(
@@ -50,6 +51,22 @@ async fn python_client_pushes_and_sees_duplicates_on_postgres() {
     let db = TestDb::postgres().await;
     let broker = Broker::start(&db.url, &[]);
     tokio::task::block_in_place(|| run_script("push_dedup.py", &broker));
+    drop(broker);
+    db.drop_db().await;
+}
+
+#[test]
+fn kafka_python_round_trips_on_sqlite() {
+    let db = TestDb::sqlite();
+    let broker = Broker::start(&db.url, &[]);
+    run_script("kafka_roundtrip.py", &broker);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_python_round_trips_on_postgres() {
+    let db = TestDb::postgres().await;
+    let broker = Broker::start(&db.url, &[]);
+    tokio::task::block_in_place(|| run_script("kafka_roundtrip.py", &broker));
     drop(broker);
     db.drop_db().await;
 }

@@ -93,8 +93,9 @@ pub async fn handle(
     Some(ProduceResponse::default().with_responses(responses))
 }
 
-/// Resolves the partition (creating the topic if allowed) and decodes the
-/// records, or says which error code the partition gets.
+/// Decodes the records and resolves the partition (creating the topic if
+/// allowed; a refused batch creates nothing), or says which error code the
+/// partition gets.
 async fn prepare(
     broker: &Broker,
     topic: &str,
@@ -104,14 +105,6 @@ async fn prepare(
     if records.len() > broker.config.max_message_bytes {
         return Err(ResponseError::MessageTooLarge.code());
     }
-    let partition_id = match broker.partition_id(topic, index, true).await {
-        Ok(Some(id)) => id,
-        Ok(None) => return Err(ResponseError::UnknownTopicOrPartition.code()),
-        Err(StorageError::InvalidInput(_) | StorageError::NameTooLong { .. }) => {
-            return Err(ResponseError::InvalidTopicException.code())
-        }
-        Err(e) => return Err(storage_code(&e)),
-    };
     let batch = decode_batches(records, broker.config.max_decompressed_bytes).map_err(|e| {
         tracing::debug!(topic, index, error = %e, "kafka: produce refused");
         match e {
@@ -124,5 +117,13 @@ async fn prepare(
     if batch.is_empty() {
         return Err(ResponseError::InvalidRecord.code());
     }
+    let partition_id = match broker.partition_id(topic, index, true).await {
+        Ok(Some(id)) => id,
+        Ok(None) => return Err(ResponseError::UnknownTopicOrPartition.code()),
+        Err(StorageError::InvalidInput(_) | StorageError::NameTooLong { .. }) => {
+            return Err(ResponseError::InvalidTopicException.code())
+        }
+        Err(e) => return Err(storage_code(&e)),
+    };
     Ok((partition_id, batch))
 }
