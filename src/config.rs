@@ -55,6 +55,10 @@ pub struct Config {
     #[arg(long, env = "QUEEN_MAX_MESSAGE_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_message_bytes: usize,
 
+    /// Bytes of Kafka requests read and not yet answered, across connections.
+    #[arg(long, env = "QUEEN_MAX_KAFKA_IN_FLIGHT_BYTES", default_value_t = 32 * 1024 * 1024)]
+    pub max_kafka_in_flight_bytes: usize,
+
     /// Most Kafka connections served at once.
     #[arg(long, env = "QUEEN_MAX_KAFKA_CONNECTIONS", default_value_t = 10_000)]
     pub max_kafka_connections: usize,

@@ -43,6 +43,7 @@ pub async fn run(
         auto_create_topics: config.auto_create_topics,
         default_partitions: config.default_partitions.max(1),
         max_connections: config.max_kafka_connections,
+        max_in_flight_bytes: config.max_kafka_in_flight_bytes,
     };
     let broker = facade::Broker::register(engine.clone(), facade_config)
         .await

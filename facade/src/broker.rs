@@ -3,13 +3,24 @@
 //! partitions.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use storage::{BrokerInfo, Engine, QueueInfo, QueueOptions, StorageError, TopicCreation};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
 use crate::FacadeConfig;
+
+/// The in-flight budget in KiB, as the semaphore counts it.
+fn config_kib(bytes: usize) -> usize {
+    bytes.div_ceil(1024).min(Semaphore::MAX_PERMITS)
+}
+
+#[cold]
+fn unreachable_closed() -> ! {
+    panic!("the in-flight semaphore is never closed")
+}
 
 /// How often a broker renews its registration.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
@@ -28,6 +39,9 @@ pub struct Broker {
     /// The cluster id shared by the brokers on the database.
     pub cluster_id: String,
     partitions: Mutex<HashMap<(String, i32), i64>>,
+    /// KiB of request frames in flight, across connections.
+    in_flight: Arc<Semaphore>,
+    budget_kib: usize,
 }
 
 impl Broker {
@@ -37,13 +51,28 @@ impl Broker {
             .register_broker(&config.advertised_host, config.advertised_port)
             .await?;
         let cluster_id = engine.cluster_id().await?;
+        let budget_kib = config_kib(config.max_in_flight_bytes.max(1024));
         Ok(Self {
             engine,
             config,
             node_id,
             cluster_id,
             partitions: Mutex::new(HashMap::new()),
+            in_flight: Arc::new(Semaphore::new(budget_kib)),
+            budget_kib,
         })
+    }
+
+    /// Waits until a request of `bytes` fits in the in-flight budget (a
+    /// request larger than the whole budget waits for all of it); the permit
+    /// returns the room when dropped.
+    pub async fn request_budget(&self, bytes: usize) -> OwnedSemaphorePermit {
+        let kib = u32::try_from(bytes.div_ceil(1024).min(self.budget_kib)).unwrap_or(u32::MAX);
+        // The semaphore is never closed, so acquiring only waits.
+        match self.in_flight.clone().acquire_many_owned(kib).await {
+            Ok(permit) => permit,
+            Err(_) => unreachable_closed(),
+        }
     }
 
     /// Keeps the registration alive until the task is dropped.

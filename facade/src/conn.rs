@@ -1,13 +1,16 @@
 //! One Kafka client connection: length-prefixed request frames in, response
-//! frames out, in order. Like Kafka, a connection's requests are handled one
-//! at a time, so answers keep the order of pipelined requests.
+//! frames out, in request order.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use crate::broker::Broker;
-use crate::handlers;
+use crate::handlers::{self, Reply};
 
 /// Why a connection was closed.
 #[derive(Debug, thiserror::Error)]
@@ -37,11 +40,45 @@ pub enum ConnError {
     Encode(String),
 }
 
-/// Serves one connection until the peer closes it or sends what cannot be served.
-pub async fn handle(socket: TcpStream, broker: &Broker) -> Result<(), ConnError> {
+/// Requests read ahead of their answers on one connection.
+const IN_FLIGHT: usize = 16;
+
+/// Serves one connection until the peer closes it or sends what cannot be
+/// served. A reader decodes requests and starts them in order (a produce
+/// queues its appends before the next request is read); a writer sends the
+/// answers in the same order as they complete, so pipelined produces share
+/// group commits without being reordered.
+pub async fn handle(socket: TcpStream, broker: Arc<Broker>) -> Result<(), ConnError> {
     let _ = socket.set_nodelay(true);
     let (read, mut write) = socket.into_split();
-    let mut read = BufReader::with_capacity(64 * 1024, read);
+    let (replies, mut queue) = mpsc::channel::<(Reply, OwnedSemaphorePermit)>(IN_FLIGHT);
+    let writer = tokio::spawn(async move {
+        while let Some((reply, budget)) = queue.recv().await {
+            let frame = match reply {
+                Reply::Ready(frame) => frame,
+                Reply::Later(pending) => pending.await?,
+            };
+            if let Some(frame) = frame {
+                write.write_all(&frame).await?;
+            }
+            drop(budget);
+        }
+        Ok::<(), ConnError>(())
+    });
+    let read_result =
+        read_requests(BufReader::with_capacity(64 * 1024, read), &broker, replies).await;
+    // Answers to the requests read so far still go out before closing.
+    let write_result = writer
+        .await
+        .map_err(|e| ConnError::Encode(format!("connection writer: {e}")))?;
+    read_result.and(write_result)
+}
+
+async fn read_requests(
+    mut read: BufReader<OwnedReadHalf>,
+    broker: &Arc<Broker>,
+    replies: mpsc::Sender<(Reply, OwnedSemaphorePermit)>,
+) -> Result<(), ConnError> {
     loop {
         let mut len = [0u8; 4];
         match read.read_exact(&mut len).await {
@@ -55,11 +92,17 @@ pub async fn handle(socket: TcpStream, broker: &Broker) -> Result<(), ConnError>
             tracing::warn!(length = len, "kafka: refusing a request frame");
             return Err(ConnError::BadLength(i64::from(len), max));
         };
+        // Requests in flight across all connections hold memory from one
+        // budget, released once answered: a burst waits instead of growing.
+        let budget = broker.request_budget(size).await;
         let mut frame = vec![0u8; size];
         read.read_exact(&mut frame).await?;
         match handlers::dispatch(broker, Bytes::from(frame)).await {
-            Ok(Some(response)) => write.write_all(&response).await?,
-            Ok(None) => {} // acks=0: no answer
+            Ok(reply) => {
+                if replies.send((reply, budget)).await.is_err() {
+                    return Ok(()); // the writer stopped: the peer is gone
+                }
+            }
             Err(e) => {
                 match &e {
                     ConnError::Encode(_) => {

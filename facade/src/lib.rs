@@ -53,6 +53,9 @@ pub struct FacadeConfig {
     pub default_partitions: i32,
     /// Connections served at once; more are closed on accept.
     pub max_connections: usize,
+    /// Bytes of request frames read and not yet answered, across all
+    /// connections; further reads wait (a larger request takes it all).
+    pub max_in_flight_bytes: usize,
 }
 
 /// Accepts Kafka connections on `listener` for the registered `broker`
@@ -81,7 +84,7 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Fu
                 };
                 let broker = broker.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = conn::handle(socket, &broker).await {
+                    if let Err(e) = conn::handle(socket, broker).await {
                         tracing::debug!(%peer, error = %e, "kafka connection closed");
                     }
                     drop(slot);

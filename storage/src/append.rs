@@ -18,7 +18,7 @@ use uuid::Uuid;
 use crate::dedup::{DedupCache, HashRow, WindowIndex};
 use crate::error::{Result, StorageError};
 use crate::model::PushStatus;
-use crate::record::{decode_segment, encode_segment, Record};
+use crate::record::{decode_segment, Record};
 
 /// A partition's write state, read under its lock.
 #[derive(Debug, Clone)]
@@ -186,18 +186,7 @@ pub(crate) async fn append<T: AppendTx>(
         }
 
         if !stored.is_empty() {
-            segments.push(NewSegment {
-                partition_id: head.id,
-                base_offset: head.next_offset,
-                count: stored.len() as i64,
-                created_at,
-                max_timestamp: stored
-                    .iter()
-                    .map(|r| r.timestamp_ms().unwrap_or(created_at))
-                    .max()
-                    .unwrap_or(created_at),
-                records: encode_segment(stored.iter().copied()),
-            });
+            segments.extend(pack(head.id, head.next_offset, created_at, &stored));
             if let Some(index) = &mut index {
                 let row = HashRow {
                     base_offset: head.next_offset,
@@ -223,6 +212,41 @@ pub(crate) async fn append<T: AppendTx>(
         .map(|o| o.map_or(JobOutcome::PartitionGone(Vec::new()), JobOutcome::Done))
         .collect();
     Ok((outcomes, indexes))
+}
+
+/// The most bytes packed into one segment. Readers decode whole segments, so
+/// a bound here bounds the work and memory of a read, whatever the size of
+/// the group commit that wrote it.
+const SEGMENT_BYTES: usize = 1024 * 1024;
+
+/// Packs consecutive records into segments of about [`SEGMENT_BYTES`].
+fn pack(
+    partition_id: i64,
+    base_offset: i64,
+    created_at: i64,
+    records: &[&Record],
+) -> Vec<NewSegment> {
+    let mut segments = Vec::new();
+    let mut start = 0;
+    let mut blob = Vec::new();
+    let mut max_timestamp = i64::MIN;
+    for (i, record) in records.iter().enumerate() {
+        record.encode(&mut blob);
+        max_timestamp = max_timestamp.max(record.timestamp_ms().unwrap_or(created_at));
+        if blob.len() >= SEGMENT_BYTES || i + 1 == records.len() {
+            segments.push(NewSegment {
+                partition_id,
+                base_offset: base_offset + start as i64,
+                count: (i + 1 - start) as i64,
+                created_at,
+                max_timestamp,
+                records: std::mem::take(&mut blob),
+            });
+            start = i + 1;
+            max_timestamp = i64::MIN;
+        }
+    }
+    segments
 }
 
 /// The partition's index of the window starting at `since`, complete up to

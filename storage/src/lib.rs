@@ -44,7 +44,7 @@ use uuid::Uuid;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Result, StorageError};
-pub use log::LogBounds;
+pub use log::{LogBounds, PendingAppend};
 pub use model::{
     BrokerInfo, PartitionInfo, PushItem, PushOutcome, PushStatus, QueueInfo, StoredMessage,
     DEFAULT_PARTITION, MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,

@@ -5,10 +5,35 @@
 use tokio::sync::watch;
 
 use crate::append::{AppendJob, JobOutcome};
+use crate::committer::Answer;
 use crate::error::{Result, StorageError};
 use crate::model::StoredMessage;
 use crate::record::Record;
 use crate::Engine;
+
+/// An append queued by [`Engine::start_append`].
+#[derive(Debug)]
+pub struct PendingAppend {
+    partition_id: i64,
+    answer: Answer,
+}
+
+impl PendingAppend {
+    /// Waits for the commit; returns the offset of the first record.
+    pub async fn offset(self) -> Result<i64> {
+        match self
+            .answer
+            .await
+            .map_err(|_| StorageError::ShuttingDown)??
+        {
+            JobOutcome::Done(appended) => appended
+                .first()
+                .map(|a| a.offset)
+                .ok_or(StorageError::CommitFailed),
+            JobOutcome::PartitionGone(_) => Err(StorageError::PartitionNotFound(self.partition_id)),
+        }
+    }
+}
 
 /// The bounds of a partition's log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +49,21 @@ impl Engine {
     /// the first. Records carry minted transaction ids, so nothing is a
     /// duplicate. Committed before it returns.
     pub async fn append_records(&self, partition_id: i64, records: Vec<Record>) -> Result<i64> {
+        self.start_append(partition_id, records)
+            .await?
+            .offset()
+            .await
+    }
+
+    /// Queues an append and returns at once; appends queued in order to one
+    /// partition are stored in that order. [`PendingAppend::offset`] waits
+    /// for the commit. This lets a connection pipeline its produce requests
+    /// without reordering them.
+    pub async fn start_append(
+        &self,
+        partition_id: i64,
+        records: Vec<Record>,
+    ) -> Result<PendingAppend> {
         if records.is_empty() {
             return Err(StorageError::InvalidInput(
                 "an append needs at least one record".into(),
@@ -37,13 +77,10 @@ impl Engine {
                 records,
             })
             .await?;
-        match answer.await.map_err(|_| StorageError::ShuttingDown)?? {
-            JobOutcome::Done(appended) => appended
-                .first()
-                .map(|a| a.offset)
-                .ok_or(StorageError::CommitFailed),
-            JobOutcome::PartitionGone(_) => Err(StorageError::PartitionNotFound(partition_id)),
-        }
+        Ok(PendingAppend {
+            partition_id,
+            answer,
+        })
     }
 
     /// Messages of a partition from `from` on, in offset order: up to

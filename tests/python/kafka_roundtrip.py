@@ -37,7 +37,7 @@ for i in range(10):
     sent.append((md.partition, md.offset, b"k%d" % i, b"v%d" % i))
 check([s[1] for s in sent if s[0] == 0] == [0, 1, 2, 3, 4], f"gapless offsets: {sent}")
 
-consumer = KafkaConsumer(bootstrap_servers=kafka, auto_offset_reset="earliest", consumer_timeout_ms=10000)
+consumer = KafkaConsumer(bootstrap_servers=kafka, auto_offset_reset="earliest", consumer_timeout_ms=3000)
 consumer.assign([TopicPartition("kp-orders", 0), TopicPartition("kp-orders", 1)])
 got = sorted((m.partition, m.offset, m.key, m.value) for m in consumer)
 check(got == sorted(sent), f"consumed {got}")
@@ -49,7 +49,7 @@ request = urllib.request.Request(
     headers={"Content-Type": "application/json"},
 )
 pushed = json.load(urllib.request.urlopen(request))
-consumer = KafkaConsumer(bootstrap_servers=kafka, auto_offset_reset="earliest", consumer_timeout_ms=10000)
+consumer = KafkaConsumer(bootstrap_servers=kafka, auto_offset_reset="earliest", consumer_timeout_ms=3000)
 consumer.assign([TopicPartition("kp-native", 0)])
 messages = list(consumer)
 check(len(messages) == 1, f"one native message: {messages}")

@@ -14,6 +14,10 @@ mod metadata;
 mod offset_for_leader_epoch;
 mod produce;
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
@@ -22,8 +26,18 @@ use crate::broker::Broker;
 use crate::conn::ConnError;
 use crate::versions;
 
-/// Handles one request frame; `None` when the request wants no answer.
-pub async fn dispatch(broker: &Broker, mut frame: Bytes) -> Result<Option<BytesMut>, ConnError> {
+/// The answer to a request: a frame (or none, for `acks = 0`) now, or a
+/// future that yields it once the request's appends have committed.
+pub enum Reply {
+    /// Answered already.
+    Ready(Option<BytesMut>),
+    /// To be answered when the future resolves; answers still go out in
+    /// request order.
+    Later(Pin<Box<dyn Future<Output = Result<Option<BytesMut>, ConnError>> + Send>>),
+}
+
+/// Handles one request frame.
+pub async fn dispatch(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Reply, ConnError> {
     let key = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let api = ApiKey::try_from(key).map_err(|_| ConnError::UnknownApi(key))?;
@@ -34,7 +48,7 @@ pub async fn dispatch(broker: &Broker, mut frame: Bytes) -> Result<Option<BytesM
         if api == ApiKey::ApiVersions {
             // Answered as v0, the one form every client can read.
             let answer = api_versions::unsupported();
-            return respond(api, 0, correlation_id, &answer).map(Some);
+            return respond(api, 0, correlation_id, &answer).map(|f| Reply::Ready(Some(f)));
         }
         return Err(ConnError::UnsupportedVersion {
             api: format!("{api:?}"),
@@ -48,14 +62,17 @@ pub async fn dispatch(broker: &Broker, mut frame: Bytes) -> Result<Option<BytesM
                 $(ApiKey::$api => {
                     let request = decode(&mut frame, version)?;
                     let answer = $handler::handle(broker, version, request).await;
-                    respond(api, version, correlation_id, &answer).map(Some)
+                    respond(api, version, correlation_id, &answer).map(|f| Reply::Ready(Some(f)))
                 })*
                 ApiKey::Produce => {
                     let request = decode(&mut frame, version)?;
-                    match produce::handle(broker, version, request).await {
-                        Some(answer) => respond(api, version, correlation_id, &answer).map(Some),
-                        None => Ok(None),
-                    }
+                    let completion = produce::handle(broker, version, request).await;
+                    Ok(Reply::Later(Box::pin(async move {
+                        match completion.await {
+                            Some(answer) => respond(api, version, correlation_id, &answer).map(Some),
+                            None => Ok(None),
+                        }
+                    })))
                 }
                 _ => Err(ConnError::UnsupportedVersion { api: format!("{api:?}"), version }),
             }

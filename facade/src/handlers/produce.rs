@@ -2,6 +2,10 @@
 //! appended per partition and committed before the answer (whatever `acks`
 //! asks, the append is durable when it is acknowledged).
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
 use bytes::Bytes;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
@@ -15,13 +19,15 @@ use crate::records::{decode_batches, BatchError};
 /// A partition's answer in the making: (index, error code, base offset).
 type Slot = (i32, i16, i64);
 
-/// Appends every partition's batches; `None` for `acks = 0`.
-pub async fn handle(
-    broker: &Broker,
-    version: i16,
-    request: ProduceRequest,
-) -> Option<ProduceResponse> {
-    let mut appends = tokio::task::JoinSet::new();
+/// The answer to a produce, once its appends have committed.
+pub type Completion = Pin<Box<dyn Future<Output = Option<ProduceResponse>> + Send>>;
+
+/// Decodes every partition's batches and queues their appends, in request
+/// order, before returning; the returned future waits for the commits and
+/// yields the answer (`None` for `acks = 0`). Queuing before the next request
+/// is read keeps a connection's pipelined produces in order.
+pub async fn handle(broker: &Arc<Broker>, version: i16, request: ProduceRequest) -> Completion {
+    let mut pending = Vec::new();
     let mut answers: Vec<(TopicProduceResponse, Vec<Slot>)> = Vec::new();
     for (t, topic) in request.topic_data.into_iter().enumerate() {
         let name = if version >= 13 {
@@ -43,37 +49,41 @@ pub async fn handle(
                 continue;
             };
             let records = data.records.unwrap_or_default();
-            match prepare(broker, &name, data.index, records).await {
-                Ok((partition_id, batch)) => {
-                    let engine = broker.engine.clone();
-                    appends.spawn(async move {
-                        (
-                            (t, p),
-                            name,
-                            engine.append_records(partition_id, batch).await,
-                        )
-                    });
-                }
+            let queued = match prepare(broker, &name, data.index, records).await {
+                Ok((partition_id, batch)) => broker
+                    .engine
+                    .start_append(partition_id, batch)
+                    .await
+                    .map_err(|e| storage_code(&e)),
+                Err(code) => Err(code),
+            };
+            match queued {
+                Ok(append) => pending.push(((t, p), name, append)),
                 Err(code) => partitions[p].1 = code,
             }
         }
         answers.push((header, partitions));
     }
-    for ((t, p), name, result) in appends.join_all().await {
-        let slot = &mut answers[t].1[p];
-        match result {
-            Ok(base_offset) => slot.2 = base_offset,
-            Err(e) => {
-                if matches!(e, StorageError::PartitionNotFound(_)) {
-                    broker.forget(&name);
+    let broker = broker.clone();
+    let acks = request.acks;
+    Box::pin(async move {
+        for ((t, p), name, append) in pending {
+            let slot = &mut answers[t].1[p];
+            match append.offset().await {
+                Ok(base_offset) => slot.2 = base_offset,
+                Err(e) => {
+                    if matches!(e, StorageError::PartitionNotFound(_)) {
+                        broker.forget(&name);
+                    }
+                    slot.1 = storage_code(&e);
                 }
-                slot.1 = storage_code(&e);
             }
         }
-    }
-    if request.acks == 0 {
-        return None;
-    }
+        (acks != 0).then(|| answer(answers))
+    })
+}
+
+fn answer(answers: Vec<(TopicProduceResponse, Vec<Slot>)>) -> ProduceResponse {
     let responses = answers
         .into_iter()
         .map(|(header, partitions)| {
@@ -90,7 +100,7 @@ pub async fn handle(
             )
         })
         .collect();
-    Some(ProduceResponse::default().with_responses(responses))
+    ProduceResponse::default().with_responses(responses)
 }
 
 /// Decodes the records and resolves the partition (creating the topic if

@@ -18,37 +18,37 @@ macro_rules! log_statements {
                 max_messages: usize,
                 max_bytes: usize,
             ) -> $crate::error::Result<Vec<$crate::model::StoredMessage>> {
+                use futures_util::TryStreamExt;
                 let mut out = Vec::new();
                 let mut next = from;
                 let mut bytes = 0;
-                while out.len() < max_messages && (bytes < max_bytes || out.is_empty()) {
-                    let rows: Vec<(i64, i64, i64, i16, Vec<u8>)> = sqlx::query_as(&format!(
-                        "SELECT {} FROM segments \
-                         WHERE partition_id = $1 AND base_offset + record_count > $2 \
-                         ORDER BY base_offset LIMIT 16",
-                        $crate::sql::SEGMENT_COLUMNS
-                    ))
+                // Rows stream in offset order and reading stops at the budget,
+                // so a small read never loads more segments than it returns.
+                let query = format!(
+                    "SELECT {} FROM segments \
+                     WHERE partition_id = $1 AND base_offset + record_count > $2 \
+                     ORDER BY base_offset",
+                    $crate::sql::SEGMENT_COLUMNS
+                );
+                let mut rows = sqlx::query_as::<_, (i64, i64, i64, i16, Vec<u8>)>(&query)
                     .bind(partition_id)
-                    .bind(next)
-                    .fetch_all(self.reader())
-                    .await?;
-                    if rows.is_empty() {
+                    .bind(from)
+                    .fetch(self.reader());
+                while out.len() < max_messages && (bytes < max_bytes || out.is_empty()) {
+                    let Some((base_offset, count, created_at, format, records)) =
+                        rows.try_next().await?
+                    else {
                         break;
-                    }
-                    for (base_offset, count, created_at, format, records) in rows {
-                        if out.len() >= max_messages || (bytes >= max_bytes && !out.is_empty()) {
-                            break;
-                        }
-                        bytes += records.len();
-                        let segment = $crate::append::SegmentRow {
-                            base_offset,
-                            count,
-                            created_at,
-                            format,
-                            records,
-                        };
-                        $crate::sql::log::take_from(segment, &mut next, max_messages, &mut out)?;
-                    }
+                    };
+                    bytes += records.len();
+                    let segment = $crate::append::SegmentRow {
+                        base_offset,
+                        count,
+                        created_at,
+                        format,
+                        records,
+                    };
+                    $crate::sql::log::take_from(segment, &mut next, max_messages, &mut out)?;
                 }
                 Ok(out)
             }

@@ -268,3 +268,43 @@ pub async fn brokers_register_and_expire(db: &Db) {
         "one cluster id per database"
     );
 }
+
+pub async fn large_appends_are_split_into_bounded_segments(db: &Db) {
+    let engine = db.engine().await;
+    engine
+        .create_topic("large", 1, &QueueOptions::for_kafka_topic())
+        .await
+        .expect("create");
+    let p = partition_id(&engine, "large", 0).await;
+    let records: Vec<Record> = (0..30_000)
+        .map(|i| kafka(&format!("{i:0>100}"), i))
+        .collect();
+    assert_eq!(engine.append_records(p, records).await.expect("append"), 0);
+    // A small read returns one segment's worth from the asked offset, not the whole append.
+    let some = engine
+        .read_partition(p, 15_000, usize::MAX, 1)
+        .await
+        .expect("read");
+    assert_eq!(some.first().map(|m| m.offset), Some(15_000));
+    assert!(
+        some.len() < 15_000,
+        "one bounded segment, not {} messages",
+        some.len()
+    );
+    let all = engine
+        .read_partition(p, 0, usize::MAX, usize::MAX)
+        .await
+        .expect("read");
+    assert_eq!(all.len(), 30_000);
+    assert!(all
+        .iter()
+        .enumerate()
+        .all(|(i, m)| m.offset == i as i64 && m.timestamp_ms() == i as i64));
+    assert_eq!(
+        engine
+            .offset_for_timestamp(p, 29_999)
+            .await
+            .expect("lookup"),
+        Some((29_999, 29_999))
+    );
+}

@@ -39,6 +39,7 @@ contract!(
     log::appends_and_reads_by_offset_and_bytes,
     log::offsets_are_found_by_timestamp,
     log::brokers_register_and_expire,
+    log::large_appends_are_split_into_bounded_segments,
     queues::configure_is_a_full_replace,
     queues::partitions_get_kafka_indexes_in_creation_order,
     queues::delete_removes_everything,

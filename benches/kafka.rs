@@ -1,0 +1,232 @@
+//! Kafka throughput and latency with librdkafka against the release binary:
+//! 1,000,000 records of 100 bytes (acks=all, batches up to 1 MiB) to 1 and
+//! 8 partitions, produced then consumed, on SQLite and PostgreSQL; then the
+//! end-to-end latency (p50/p99) of a steady stream of 2,000 records/s.
+//! Prints records/s, MB/s and the broker's peak resident memory (VmHWM).
+//!
+//! `cargo bench --bench kafka` runs everything; `-- --backend sqlite`,
+//! `--records N` narrow it.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::{Message, Offset, TopicPartitionList};
+use support::{Broker, TestDb};
+
+struct Args {
+    backends: Vec<String>,
+    records: usize,
+}
+
+fn args() -> Args {
+    let mut args = Args {
+        backends: vec!["sqlite".into(), "postgres".into()],
+        records: 1_000_000,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().unwrap_or_default();
+        match flag.as_str() {
+            "--backend" => args.backends = vec![value()],
+            "--records" => args.records = value().parse().unwrap_or(args.records),
+            _ => {}
+        }
+    }
+    args
+}
+
+fn peak_rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+fn client(broker: &Broker) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &broker.kafka)
+        .set("broker.address.family", "v4");
+    c
+}
+
+fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize) -> f64 {
+    let producer: ThreadedProducer<DefaultProducerContext> = client(broker)
+        .set("acks", "all")
+        .set("linger.ms", "20")
+        .set("batch.size", "1048576")
+        .set("batch.num.messages", "100000")
+        .set("queue.buffering.max.messages", "1000000")
+        .set("queue.buffering.max.kbytes", "1048576")
+        .create()
+        .expect("producer");
+    let payload = [b'x'; 100];
+    let started = Instant::now();
+    for i in 0..records {
+        let partition = (i % partitions as usize) as i32;
+        let mut record = BaseRecord::<(), [u8]>::to(topic)
+            .payload(&payload[..])
+            .partition(partition);
+        loop {
+            match producer.send(record) {
+                Ok(()) => break,
+                Err((_, r)) => {
+                    record = r;
+                    producer.poll(Duration::from_millis(5));
+                }
+            }
+        }
+    }
+    producer.flush(Duration::from_secs(300)).expect("flush");
+    started.elapsed().as_secs_f64()
+}
+
+fn consume(broker: &Broker, topic: &str, partitions: i32, records: usize) -> f64 {
+    let consumer: BaseConsumer = client(broker)
+        .set("group.id", "bench-no-commits")
+        .set("enable.auto.commit", "false")
+        .set("queued.max.messages.kbytes", "1048576")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .expect("tpl");
+    }
+    consumer.assign(&tpl).expect("assign");
+    let started = Instant::now();
+    let mut seen = 0;
+    while seen < records {
+        if let Some(m) = consumer.poll(Duration::from_secs(5)) {
+            m.expect("message");
+            seen += 1;
+        } else {
+            panic!("consumer stalled after {seen} records");
+        }
+    }
+    started.elapsed().as_secs_f64()
+}
+
+const LATENCY_TOPIC: &str = "latency";
+
+fn latency(broker: &Broker, topic: &str) -> (Duration, Duration) {
+    let producer: ThreadedProducer<DefaultProducerContext> = client(broker)
+        .set("acks", "all")
+        .set("linger.ms", "0")
+        .create()
+        .expect("producer");
+    let consumer: BaseConsumer = client(broker)
+        .set("group.id", "bench-latency")
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", "500")
+        .create()
+        .expect("consumer");
+    // A first record creates the topic before the consumer looks for it.
+    producer
+        .send(
+            BaseRecord::<(), [u8]>::to(topic)
+                .payload(&[0u8; 8][..])
+                .partition(0),
+        )
+        .map_err(|(e, _)| e)
+        .expect("warm-up record");
+    producer.flush(Duration::from_secs(10)).expect("flush");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::End)
+        .expect("tpl");
+    consumer.assign(&tpl).expect("assign");
+    std::thread::sleep(Duration::from_secs(2));
+    let origin = Instant::now();
+    let count = 10_000; // five seconds at 2,000 records/s
+    let sender = std::thread::spawn(move || {
+        for i in 0..count {
+            let due = origin + Duration::from_micros(500 * i as u64);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            let sent_us = origin.elapsed().as_micros() as u64;
+            let payload = sent_us.to_be_bytes();
+            let mut record = BaseRecord::<(), [u8]>::to(LATENCY_TOPIC)
+                .payload(&payload[..])
+                .partition(0);
+            while let Err((_, r)) = producer.send(record) {
+                record = r;
+                producer.poll(Duration::from_millis(1));
+            }
+        }
+        producer.flush(Duration::from_secs(30)).expect("flush");
+    });
+    let mut latencies = Vec::with_capacity(count);
+    while latencies.len() < count {
+        let m = consumer
+            .poll(Duration::from_secs(10))
+            .expect("latency stream stalled")
+            .expect("message");
+        let sent = u64::from_be_bytes(m.payload().expect("payload").try_into().expect("8 bytes"));
+        latencies.push(Duration::from_micros(
+            origin.elapsed().as_micros() as u64 - sent,
+        ));
+    }
+    sender.join().expect("sender");
+    latencies.sort();
+    (latencies[count / 2], latencies[count * 99 / 100])
+}
+
+#[tokio::main]
+async fn main() {
+    let args = args();
+    for backend in args.backends.clone() {
+        for partitions in [1, 8] {
+            let backend = backend.clone();
+            let db = if backend == "postgres" {
+                TestDb::postgres().await
+            } else {
+                TestDb::sqlite()
+            };
+            let broker = Broker::start(&db.url, &["--default-partitions", &partitions.to_string()]);
+            let topic = "bench";
+            let n = args.records;
+            let label = backend.clone();
+            let broker = tokio::task::spawn_blocking(move || {
+                let backend = label;
+                let produced = produce(&broker, topic, partitions, n);
+                let after_produce = peak_rss_mib(broker.child.id());
+                let consumed = consume(&broker, topic, partitions, n);
+                let mb = (n * 100) as f64 / 1e6;
+                println!(
+                    "{backend:8} partitions {partitions}: produce {:>9.0} rec/s {:6.1} MB/s | consume {:>9.0} rec/s {:6.1} MB/s | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB)",
+                    n as f64 / produced,
+                    mb / produced,
+                    n as f64 / consumed,
+                    mb / consumed,
+                    peak_rss_mib(broker.child.id()),
+                );
+                broker
+            })
+            .await
+            .expect("bench thread");
+            if partitions == 1 {
+                let broker = tokio::task::spawn_blocking(move || {
+                    let (p50, p99) = latency(&broker, LATENCY_TOPIC);
+                    println!("{backend:8} end-to-end latency at 2,000 records/s: p50 {p50:?}, p99 {p99:?}");
+                    broker
+                })
+                .await
+                .expect("latency thread");
+                drop(broker);
+            } else {
+                drop(broker);
+            }
+            db.drop_db().await;
+        }
+    }
+}
