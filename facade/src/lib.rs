@@ -19,9 +19,9 @@
 //! before the answer) and answers the base offsets.
 
 mod broker;
-mod conn;
+pub mod conn;
 mod error;
-mod handlers;
+pub mod handlers;
 pub mod records;
 pub mod versions;
 

@@ -19,7 +19,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::broker::Broker;
@@ -36,8 +36,29 @@ pub enum Reply {
     Later(Pin<Box<dyn Future<Output = Result<Option<BytesMut>, ConnError>> + Send>>),
 }
 
-/// Handles one request frame.
-pub async fn dispatch(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Reply, ConnError> {
+/// A request frame, decoded.
+#[derive(Debug)]
+pub struct Parsed {
+    /// The API it calls.
+    pub api: ApiKey,
+    /// The API version.
+    pub version: i16,
+    /// The id its answer must carry.
+    pub correlation_id: i32,
+    /// The body; `None` for an ApiVersions version this broker does not
+    /// implement, which is answered anyway.
+    pub body: Option<RequestKind>,
+}
+
+/// Decodes a request frame (without its length prefix): header, version
+/// check against [`versions`], body. Touches nothing; the fuzz target
+/// drives it with arbitrary bytes.
+pub fn parse(mut frame: Bytes) -> Result<Parsed, ConnError> {
+    if frame.len() < 4 {
+        return Err(ConnError::Malformed(
+            "frame shorter than a request header".into(),
+        ));
+    }
     let key = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let api = ApiKey::try_from(key).map_err(|_| ConnError::UnknownApi(key))?;
@@ -46,26 +67,47 @@ pub async fn dispatch(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Reply, C
     let correlation_id = header.correlation_id;
     if !versions::supports(api, version) {
         if api == ApiKey::ApiVersions {
-            // Answered as v0, the one form every client can read.
-            let answer = api_versions::unsupported();
-            return respond(api, 0, correlation_id, &answer).map(|f| Reply::Ready(Some(f)));
+            return Ok(Parsed {
+                api,
+                version,
+                correlation_id,
+                body: None,
+            });
         }
         return Err(ConnError::UnsupportedVersion {
             api: format!("{api:?}"),
             version,
         });
     }
+    let body = RequestKind::decode(api, &mut frame, version)
+        .map_err(|e| ConnError::Malformed(e.to_string()))?;
+    Ok(Parsed {
+        api,
+        version,
+        correlation_id,
+        body: Some(body),
+    })
+}
 
+/// Handles one request frame.
+pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Reply, ConnError> {
+    let Parsed {
+        api,
+        version,
+        correlation_id,
+        body,
+    } = parse(frame)?;
+    let ready = |answer: Result<BytesMut, ConnError>| answer.map(|f| Reply::Ready(Some(f)));
     macro_rules! route {
-        ($($api:ident => $handler:ident),* $(,)?) => {
-            match api {
-                $(ApiKey::$api => {
-                    let request = decode(&mut frame, version)?;
+        ($($kind:ident => $handler:ident),* $(,)?) => {
+            match body {
+                // Answered as v0, the one form every client can read.
+                None => ready(respond(api, 0, correlation_id, &api_versions::unsupported())),
+                $(Some(RequestKind::$kind(request)) => {
                     let answer = $handler::handle(broker, version, request).await;
-                    respond(api, version, correlation_id, &answer).map(|f| Reply::Ready(Some(f)))
+                    ready(respond(api, version, correlation_id, &answer))
                 })*
-                ApiKey::Produce => {
-                    let request = decode(&mut frame, version)?;
+                Some(RequestKind::Produce(request)) => {
                     let completion = produce::handle(broker, version, request).await;
                     Ok(Reply::Later(Box::pin(async move {
                         match completion.await {
@@ -74,7 +116,7 @@ pub async fn dispatch(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Reply, C
                         }
                     })))
                 }
-                _ => Err(ConnError::UnsupportedVersion { api: format!("{api:?}"), version }),
+                Some(_) => Err(ConnError::UnsupportedVersion { api: format!("{api:?}"), version }),
             }
         };
     }
@@ -90,10 +132,6 @@ pub async fn dispatch(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Reply, C
         DescribeCluster => describe_cluster,
         OffsetForLeaderEpoch => offset_for_leader_epoch,
     )
-}
-
-fn decode<T: Decodable>(frame: &mut Bytes, version: i16) -> Result<T, ConnError> {
-    T::decode(frame, version).map_err(|e| ConnError::Malformed(e.to_string()))
 }
 
 /// Encodes `answer` as a response frame: length, header, body.
@@ -113,4 +151,55 @@ fn respond<T: Encodable>(
     let len = (buf.len() - 4) as i32;
     buf[..4].copy_from_slice(&len.to_be_bytes());
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arbitrary_frames_are_refused_without_panicking() {
+        // A cheap deterministic generator: parse must answer every input.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 64) as usize;
+            let mut frame: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if frame.len() >= 4 {
+                // Aim at real APIs and versions half the time.
+                if next() % 2 == 0 {
+                    let (key, min, max) =
+                        versions::SUPPORTED[(next() as usize) % versions::SUPPORTED.len()];
+                    let version = min + (next() % (max - min + 1) as u64) as i16;
+                    frame[..2].copy_from_slice(&(key as i16).to_be_bytes());
+                    frame[2..4].copy_from_slice(&version.to_be_bytes());
+                }
+            }
+            let _ = parse(Bytes::from(frame));
+        }
+    }
+
+    #[test]
+    fn a_future_api_versions_request_is_still_answered() {
+        let header = RequestHeader::default()
+            .with_request_api_key(ApiKey::ApiVersions as i16)
+            .with_request_api_version(99)
+            .with_correlation_id(5);
+        let mut frame = BytesMut::new();
+        header.encode(&mut frame, 2).expect("header");
+        let parsed = parse(frame.freeze()).expect("parsed");
+        assert_eq!(
+            (parsed.api, parsed.correlation_id),
+            (ApiKey::ApiVersions, 5)
+        );
+        assert!(
+            parsed.body.is_none(),
+            "answered as v0 with UNSUPPORTED_VERSION"
+        );
+    }
 }
