@@ -148,7 +148,13 @@ macro_rules! shared_statements {
                         .fetch_optional(&mut *tx)
                         .await?;
                 let Some((queue_id,)) = row else { return Ok(false) };
-                for table in ["txn_hashes", "segments"] {
+                for table in [
+                    "txn_hashes",
+                    "segments",
+                    "consumer_cursors",
+                    "consumer_leases",
+                    "dead_letters",
+                ] {
                     sqlx::query(&format!(
                         "DELETE FROM {table} WHERE partition_id IN \
                          (SELECT id FROM partitions WHERE queue_id = $1)"
@@ -157,6 +163,10 @@ macro_rules! shared_statements {
                     .execute(&mut *tx)
                     .await?;
                 }
+                sqlx::query("DELETE FROM consumer_subscriptions WHERE queue_id = $1")
+                    .bind(queue_id)
+                    .execute(&mut *tx)
+                    .await?;
                 sqlx::query("DELETE FROM partitions WHERE queue_id = $1")
                     .bind(queue_id)
                     .execute(&mut *tx)
