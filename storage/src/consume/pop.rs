@@ -18,11 +18,13 @@ use super::{
 };
 use crate::error::Result;
 use crate::options::QueueOptions;
-use crate::record::decode_segment;
+use crate::record::decode_segment_range;
 use crate::Engine;
 
-/// Segments read per statement while filling a batch.
-const SEGMENTS_PER_READ: i64 = 16;
+/// Segments read per statement at most. The first statement reads one
+/// (a segment can hold a whole request's thousand messages, so one is often
+/// enough); each further statement reads twice as many.
+const MAX_SEGMENTS_PER_READ: i64 = 16;
 
 /// How long a waiting pop sleeps at most before it looks again when
 /// messages exist but time-based rules (delay, window buffer) hold them.
@@ -336,10 +338,10 @@ async fn deliver<T: ConsumeTx>(
     // inside its delay ends the batch (every later one is younger).
     let mut taken: Vec<(i64, i64, crate::record::Record)> = Vec::new();
     let mut next = cursor.committed_offset;
+    let mut rows = 1;
     'read: loop {
-        let segments = tx
-            .segments_from(partition_id, next, SEGMENTS_PER_READ)
-            .await?;
+        let segments = tx.segments_from(partition_id, next, rows).await?;
+        rows = (rows * 2).min(MAX_SEGMENTS_PER_READ);
         if segments.is_empty() {
             break;
         }
@@ -356,16 +358,17 @@ async fn deliver<T: ConsumeTx>(
                 next = cursor.committed_offset;
                 continue;
             }
-            let records = decode_segment(
+            // Only the records this batch takes are decoded.
+            let skip = usize::try_from(next - base).unwrap_or(0);
+            let records = decode_segment_range(
                 segment.format,
                 bytes::Bytes::from(segment.records),
                 segment.count as usize,
+                skip,
+                budget - taken.len(),
             )?;
             for (i, record) in records.into_iter().enumerate() {
-                let offset = base + i as i64;
-                if offset < next {
-                    continue;
-                }
+                let offset = base + (skip + i) as i64;
                 taken.push((offset, created_at, record));
                 next = offset + 1;
                 if taken.len() >= budget {
