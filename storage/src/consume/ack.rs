@@ -173,15 +173,17 @@ async fn partition<T: ConsumeTx>(
     now: i64,
     results: &mut [AckResult],
 ) -> Result<Option<String>> {
-    if tx.partition(partition_id, group).await?.is_none() {
-        for &i in indexes {
-            results[i].refusal = Some(AckRefusal::NoPartition(partition_id));
+    let mut lease_row = None;
+    let mut read = tx.partition(partition_id, group).await?;
+    if read.is_some() {
+        // The lease row is the (partition, group) lock; unless writes are
+        // serialised anyway, the cursor is read again once it is held.
+        lease_row = Some(tx.lock_lease(partition_id, group).await?);
+        if !tx.serialized() {
+            read = tx.partition(partition_id, group).await?;
         }
-        return Ok(None);
     }
-    // The lease row is the (partition, group) lock; read the cursor after it.
-    let mut lease = tx.lock_lease(partition_id, group).await?;
-    let Some((part, stored)) = tx.partition(partition_id, group).await? else {
+    let (Some((part, stored)), Some(mut lease)) = (read, lease_row) else {
         for &i in indexes {
             results[i].refusal = Some(AckRefusal::NoPartition(partition_id));
         }

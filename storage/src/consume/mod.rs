@@ -261,6 +261,10 @@ pub(crate) struct NewDeadLetter<'a> {
 /// The statements the pop and ack transactions run. Both backends
 /// implement them with the same SQL (see `sql`); the row locks differ.
 pub(crate) trait ConsumeTx {
+    /// Whether every write transaction is serialised with every other
+    /// (SQLite's single writer): then nothing read in the transaction can
+    /// change under it, and a read need not be repeated after taking a lock.
+    fn serialized(&self) -> bool;
     /// Locks the lease row of (partition, group) if nobody else holds its
     /// lock, without waiting; `false` when it is locked (or missing). Where
     /// writes are serialised anyway this is always `true`.

@@ -12,10 +12,14 @@
 /// `$store`'s database) and to the consumption methods of `$store`.
 /// `$try_lock` is the statement that locks a lease row without waiting
 /// (selecting it when it could be locked), or `""` where every write is
-/// serialised anyway.
+/// serialised anyway (which is then also what `serialized` answers).
 macro_rules! consume_statements {
     ($store:ty, $tx:ident, $try_lock:literal) => {
         impl $crate::consume::ConsumeTx for $tx<'_> {
+            fn serialized(&self) -> bool {
+                $try_lock.is_empty()
+            }
+
             async fn try_lock(
                 &mut self,
                 partition_id: i64,
