@@ -34,6 +34,17 @@ pub struct Config {
     #[arg(long, env = "QUEEN_MAX_BODY_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Where a named consumer group starts on a queue when its first pop
+    /// names no subscription mode: `all` (the backlog) or `new` (only
+    /// messages stored from then on).
+    #[arg(
+        long,
+        env = "QUEEN_DEFAULT_SUBSCRIPTION_MODE",
+        default_value = "all",
+        value_parser = ["all", "new"]
+    )]
+    pub default_subscription_mode: String,
+
     /// Largest Kafka request frame accepted, in bytes.
     #[arg(long, env = "QUEEN_MAX_KAFKA_REQUEST_BYTES", default_value_t = 100 * 1024 * 1024)]
     pub max_kafka_request_bytes: usize,

@@ -60,6 +60,9 @@ pub async fn run(
     let state = http::AppState {
         engine: engine.clone(),
         max_body_bytes: config.max_body_bytes,
+        default_subscription: storage::SubscriptionMode::from_name(
+            &config.default_subscription_mode,
+        ),
     };
     let http_task = tokio::spawn(http::serve(http, state, stop.clone().cancelled_owned()));
     let kafka_task = tokio::spawn(facade::serve(

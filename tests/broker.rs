@@ -157,3 +157,120 @@ fn sigterm_shuts_the_broker_down_cleanly() {
     let again = Broker::start(&db.url, &[]);
     drop(again);
 }
+
+/// Pops from `base` (waiting briefly); `None` when nothing came.
+async fn pop(client: &reqwest::Client, base: &str, query: &str) -> Option<Value> {
+    let response = client
+        .get(format!("{base}/api/v1/pop/queue/shared-work?{query}"))
+        .send()
+        .await
+        .expect("pop request");
+    match response.status().as_u16() {
+        204 => None,
+        200 => Some(response.json().await.expect("pop JSON")),
+        other => panic!("pop answered {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_brokers_on_one_postgres_share_leases_and_wake_each_other() {
+    use std::collections::{BTreeMap, HashMap, HashSet};
+    use std::sync::{Arc, Mutex};
+
+    let db = TestDb::postgres().await;
+    let brokers = [Broker::start(&db.url, &[]), Broker::start(&db.url, &[])];
+    let bases: Vec<String> = brokers.iter().map(|b| b.http.clone()).collect();
+    let client = reqwest::Client::new();
+    let (partitions, per_partition) = (12, 25);
+    for p in 0..partitions {
+        let items: Vec<Value> = (0..per_partition)
+            .map(|n| json!({"queue": "shared-work", "partition": format!("p{p:02}"), "transactionId": format!("{p:02}-{n:03}"), "payload": n}))
+            .collect();
+        let (status, _) = push(&client, &bases[p % 2], &json!({ "items": items })).await;
+        assert_eq!(status, 201);
+    }
+
+    // partition id -> consumer holding its lease right now.
+    let holders: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let delivered: Arc<Mutex<Vec<(String, i64, String)>>> = Arc::default();
+    let mut consumers = tokio::task::JoinSet::new();
+    for consumer in 0..8 {
+        let (client, base) = (client.clone(), bases[consumer % 2].clone());
+        let (holders, delivered) = (holders.clone(), delivered.clone());
+        consumers.spawn(async move {
+            let mut idle = 0;
+            while idle < 3 {
+                let Some(answer) = pop(&client, &base, "batch=4&wait=true&timeout=300").await else {
+                    idle += 1;
+                    continue;
+                };
+                idle = 0;
+                let messages = answer["messages"].as_array().expect("messages").clone();
+                let pid = messages[0]["partitionId"].as_str().expect("pid").to_owned();
+                if let Some(other) = holders.lock().expect("lock").insert(pid.clone(), consumer) {
+                    panic!("partition {pid} leased to consumers {consumer} and {other} at once");
+                }
+                delivered.lock().expect("lock").extend(messages.iter().map(|m| {
+                    (
+                        pid.clone(),
+                        m["offset"].as_i64().expect("offset"),
+                        m["transactionId"].as_str().expect("txn").to_owned(),
+                    )
+                }));
+                // Forgotten before the ack: the lease is held until it commits.
+                holders.lock().expect("lock").remove(&pid);
+                let acks: Vec<Value> = messages
+                    .iter()
+                    .map(|m| json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"], "leaseId": m["leaseId"], "status": "completed"}))
+                    .collect();
+                let answer: Value = client
+                    .post(format!("{base}/api/v1/ack/batch"))
+                    .json(&json!({ "acknowledgments": acks }))
+                    .send()
+                    .await
+                    .expect("ack")
+                    .json()
+                    .await
+                    .expect("ack JSON");
+                assert!(
+                    answer.as_array().expect("array").iter().all(|a| a["success"] == true),
+                    "{answer}"
+                );
+            }
+        });
+    }
+    consumers.join_all().await;
+    let delivered = delivered.lock().expect("lock").clone();
+    assert_eq!(delivered.len(), partitions * per_partition, "nothing lost");
+    let unique: HashSet<&String> = delivered.iter().map(|(_, _, t)| t).collect();
+    assert_eq!(unique.len(), delivered.len(), "nothing delivered twice");
+    let mut by_partition: BTreeMap<&String, Vec<i64>> = BTreeMap::new();
+    for (p, o, _) in &delivered {
+        by_partition.entry(p).or_default().push(*o);
+    }
+    for offsets in by_partition.values() {
+        assert_eq!(*offsets, (0..per_partition as i64).collect::<Vec<_>>());
+    }
+
+    // A pop waiting on one broker is woken by a push through the other.
+    let waiting = {
+        let (client, base) = (client.clone(), bases[1].clone());
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            let answer = pop(&client, &base, "wait=true&timeout=20000").await;
+            (answer, started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let body = json!({"items": [{"queue": "shared-work", "partition": "late", "payload": 1}]});
+    push(&client, &bases[0], &body).await;
+    let (answer, waited) = waiting.await.expect("waiting pop");
+    assert!(answer.is_some(), "the waiting pop got the message");
+    assert!(
+        waited < Duration::from_secs(10),
+        "woken by the other broker's push, not by its timeout ({waited:?})"
+    );
+
+    drop(brokers);
+    db.drop_db().await;
+}

@@ -23,6 +23,7 @@ impl Api {
             state: AppState {
                 engine,
                 max_body_bytes: 1024 * 1024,
+                default_subscription: storage::SubscriptionMode::All,
             },
         }
     }

@@ -31,6 +31,8 @@ fn run_script(script: &str, broker: &Broker) {
         .env("QUEEN_KAFKA", &broker.kafka)
         .output()
         .expect("run the python script");
+    // Shown with `--nocapture`: the scripts print what they measured.
+    print!("{}", String::from_utf8_lossy(&output.stdout));
     assert!(
         output.status.success(),
         "{script} failed\nstdout:\n{}\nstderr:\n{}",
@@ -39,34 +41,50 @@ fn run_script(script: &str, broker: &Broker) {
     );
 }
 
-#[test]
-fn python_client_pushes_and_sees_duplicates_on_sqlite() {
+/// Runs `script` against a broker on a fresh SQLite database.
+fn on_sqlite(script: &str) {
     let db = TestDb::sqlite();
     let broker = Broker::start(&db.url, &[]);
-    run_script("push_dedup.py", &broker);
+    run_script(script, &broker);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn python_client_pushes_and_sees_duplicates_on_postgres() {
+/// Runs `script` against a broker on a fresh PostgreSQL database.
+async fn on_postgres(script: &str) {
     let db = TestDb::postgres().await;
     let broker = Broker::start(&db.url, &[]);
-    tokio::task::block_in_place(|| run_script("push_dedup.py", &broker));
+    tokio::task::block_in_place(|| run_script(script, &broker));
     drop(broker);
     db.drop_db().await;
 }
 
-#[test]
-fn kafka_python_round_trips_on_sqlite() {
-    let db = TestDb::sqlite();
-    let broker = Broker::start(&db.url, &[]);
-    run_script("kafka_roundtrip.py", &broker);
+/// One test per backend for each script.
+macro_rules! scripts {
+    ($($name:ident => $script:literal),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[test]
+                fn $name() {
+                    crate::on_sqlite($script);
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread")]
+                async fn $name() {
+                    crate::on_postgres($script).await;
+                }
+            )*
+        }
+    };
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn kafka_python_round_trips_on_postgres() {
-    let db = TestDb::postgres().await;
-    let broker = Broker::start(&db.url, &[]);
-    tokio::task::block_in_place(|| run_script("kafka_roundtrip.py", &broker));
-    drop(broker);
-    db.drop_db().await;
-}
+scripts!(
+    pushes_and_sees_duplicates => "push_dedup.py",
+    consumes_in_order_and_long_polls => "consume_basic.py",
+    retries_a_failing_handler_then_dead_letters => "consume_dlq.py",
+    delivers_every_message_to_every_group => "consume_groups.py",
+    ten_consumers_get_each_message_once_in_order => "consume_concurrent.py",
+    redelivers_a_killed_consumers_batch_after_its_lease => "consume_redelivery.py",
+    kafka_python_round_trips => "kafka_roundtrip.py",
+);

@@ -3,19 +3,26 @@
 //! One file per resource; `error` maps every failure to a status and a JSON
 //! body; `body` reads JSON bodies; `render` holds shared output shapes.
 
+mod ack;
 mod body;
 mod configure;
+mod consumer_groups;
+mod content;
+mod dlq;
 mod error;
 mod health;
+mod lease;
+mod messages;
+mod pop;
 mod push;
 mod queues;
 mod render;
 
 use std::future::Future;
 
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Router;
-use storage::Engine;
+use storage::{Engine, SubscriptionMode};
 use tokio::net::TcpListener;
 
 pub use error::ApiError;
@@ -27,6 +34,9 @@ pub struct AppState {
     pub engine: Engine,
     /// The largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Where a named consumer group starts when its first pop names no
+    /// subscription mode.
+    pub default_subscription: SubscriptionMode,
 }
 
 /// Every route of the HTTP API.
@@ -39,6 +49,47 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/v1/resources/queues/{queue}",
             get(queues::get).delete(queues::delete),
+        )
+        .route("/api/v1/resources/queues/{queue}/depth", get(queues::depth))
+        .route("/api/v1/pop", get(pop::matching))
+        .route("/api/v1/pop/queue/{queue}", get(pop::queue))
+        .route(
+            "/api/v1/pop/queue/{queue}/partition/{partition}",
+            get(pop::partition),
+        )
+        .route("/api/v1/ack", post(ack::single))
+        .route("/api/v1/ack/batch", post(ack::batch))
+        .route("/api/v1/lease/{lease}/extend", post(lease::extend))
+        .route("/api/v1/dlq", get(dlq::list))
+        .route(
+            "/api/v1/messages/{partition}/{transaction}",
+            get(messages::get),
+        )
+        // `lagging` before `{group}`: a literal segment must win.
+        .route("/api/v1/consumer-groups", get(consumer_groups::list))
+        .route(
+            "/api/v1/consumer-groups/lagging",
+            get(consumer_groups::lagging),
+        )
+        .route(
+            "/api/v1/consumer-groups/{group}",
+            get(consumer_groups::describe).delete(consumer_groups::delete),
+        )
+        .route(
+            "/api/v1/consumer-groups/{group}/queues/{queue}",
+            delete(consumer_groups::delete_for_queue),
+        )
+        .route(
+            "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
+            post(consumer_groups::seek),
+        )
+        .route(
+            "/api/v1/consumer-groups/{group}/subscription",
+            post(consumer_groups::subscription),
+        )
+        .route(
+            "/api/v1/stats/refresh",
+            post(consumer_groups::refresh_stats),
         )
         .fallback(|| async { ApiError::NoSuchRoute })
         .with_state(state)

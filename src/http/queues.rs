@@ -1,11 +1,15 @@
-//! `GET /api/v1/resources/queues[/:queue]` and `DELETE /api/v1/resources/queues/:queue`.
+//! `GET /api/v1/resources/queues[/:queue]`, `GET /api/v1/resources/queues/:queue/depth`
+//! and `DELETE /api/v1/resources/queues/:queue`. Counts come from the
+//! consumer groups' positions and leases (the slowest group's, unless one is named).
 
-use axum::extract::{Path, State};
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
-use storage::{PartitionInfo, QueueInfo, QueueOptions};
+use storage::{PartitionDepth, QueueInfo, QueueOptions};
 
 use super::error::ApiError;
 use super::render::timestamp;
@@ -22,41 +26,80 @@ pub fn options_json(options: &QueueOptions) -> Value {
     v
 }
 
-/// Every queue with its counts.
+/// Every queue with its counts (for the slowest consumer group).
 pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let queues: Vec<Value> = state
-        .engine
-        .queues()
-        .await?
-        .iter()
-        .map(|q| {
-            let total: i64 = q.partitions.iter().map(stored).sum();
-            json!({
-                "id": q.id.to_string(),
-                "name": q.name,
-                "namespace": q.options.namespace,
-                "task": q.options.task,
-                "createdAt": timestamp(q.created_at_ms),
-                "partitions": q.partitions.len(),
-                "messages": { "total": total, "pending": total, "processing": 0 },
-                "options": options_json(&q.options),
-            })
-        })
-        .collect();
+    let mut queues = Vec::new();
+    for q in state.engine.queues().await? {
+        let Some((q, depths)) = state.engine.depth(&q.name, None).await? else {
+            continue; // deleted meanwhile
+        };
+        let sum = |f: fn(&PartitionDepth) -> i64| depths.iter().map(f).sum::<i64>();
+        queues.push(json!({
+            "id": q.id.to_string(),
+            "name": q.name,
+            "namespace": q.options.namespace,
+            "task": q.options.task,
+            "createdAt": timestamp(q.created_at_ms),
+            "partitions": q.partitions.len(),
+            "messages": {
+                "total": sum(|d| d.total),
+                "pending": sum(|d| d.pending),
+                "processing": sum(|d| d.processing),
+            },
+            "options": options_json(&q.options),
+        }));
+    }
     Ok(Json(json!({ "queues": queues })))
 }
 
-/// One queue with its partitions.
+/// One queue with its partitions and their counts.
 pub async fn get(State(state): State<AppState>, Path(name): Path<String>) -> Response {
-    match state.engine.queue(&name).await {
-        Ok(Some(q)) => Json(queue_json(&q)).into_response(),
-        Ok(None) => (
-            StatusCode::NOT_FOUND,
-            Json(json!({ "error": "Queue not found", "code": "queue_not_found" })),
-        )
-            .into_response(),
+    match state.engine.depth(&name, None).await {
+        Ok(Some((q, depths))) => Json(queue_json(&q, &depths)).into_response(),
+        Ok(None) => not_found(),
         Err(e) => ApiError::from(e).into_response(),
     }
+}
+
+/// `GET /api/v1/resources/queues/{queue}/depth[?group=]`: messages not yet
+/// consumed, per partition, for the group or for the slowest one.
+pub async fn depth(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let group = query.get("group").filter(|g| !g.is_empty());
+    match state.engine.depth(&name, group.map(String::as_str)).await {
+        Ok(Some((q, depths))) => {
+            let pending: i64 = depths.iter().map(|d| d.pending + d.processing).sum();
+            let partitions: Vec<Value> = q
+                .partitions
+                .iter()
+                .zip(&depths)
+                .map(|(p, d)| json!({"partition": p.name, "pending": d.pending + d.processing}))
+                .collect();
+            Json(json!({
+                "queue": q.name,
+                "group": group,
+                "pending": pending,
+                "partitionsPending": depths.iter().filter(|d| d.pending + d.processing > 0).count(),
+                "conflation": false,
+                "effectivePending": pending,
+                "partitions": partitions,
+            }))
+            .into_response()
+        }
+        Ok(None) => not_found(),
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({ "error": "Queue not found", "code": "queue_not_found" })),
+    )
+        .into_response()
 }
 
 /// Deletes a queue and everything in it; 200 whether or not it existed.
@@ -70,18 +113,12 @@ pub async fn delete(
     ))
 }
 
-/// Messages still stored in a partition. Until consumers exist every stored
-/// message is pending.
-fn stored(p: &PartitionInfo) -> i64 {
-    p.next_offset - p.log_start
-}
-
-fn queue_json(q: &QueueInfo) -> Value {
+fn queue_json(q: &QueueInfo, depths: &[PartitionDepth]) -> Value {
     let partitions: Vec<Value> = q
         .partitions
         .iter()
-        .map(|p| {
-            let total = stored(p);
+        .zip(depths)
+        .map(|(p, d)| {
             json!({
                 "id": p.id.to_string(),
                 "name": p.name,
@@ -89,13 +126,12 @@ fn queue_json(q: &QueueInfo) -> Value {
                 "createdAt": timestamp(p.created_at_ms),
                 "logStartOffset": p.log_start,
                 "nextOffset": p.next_offset,
-                "stats": counts(total),
+                "stats": counts(std::slice::from_ref(d)),
                 "oldestMessage": p.first_created_at_ms.map(timestamp),
-                "newestMessage": (total > 0).then(|| timestamp(p.last_created_at_ms)),
+                "newestMessage": (d.total > 0).then(|| timestamp(p.last_created_at_ms)),
             })
         })
         .collect();
-    let total: i64 = q.partitions.iter().map(stored).sum();
     json!({
         "id": q.id.to_string(),
         "name": q.name,
@@ -104,17 +140,19 @@ fn queue_json(q: &QueueInfo) -> Value {
         "createdAt": timestamp(q.created_at_ms),
         "options": options_json(&q.options),
         "partitions": partitions,
-        "totals": counts(total),
+        "totals": counts(depths),
     })
 }
 
-fn counts(total: i64) -> Value {
+/// The counts of some partitions, summed.
+fn counts(depths: &[PartitionDepth]) -> Value {
+    let sum = |f: fn(&PartitionDepth) -> i64| depths.iter().map(f).sum::<i64>();
     json!({
-        "total": total,
-        "pending": total,
-        "processing": 0,
-        "completed": 0,
-        "failed": 0,
-        "deadLetter": 0,
+        "total": sum(|d| d.total),
+        "pending": sum(|d| d.pending),
+        "processing": sum(|d| d.processing),
+        "completed": sum(|d| d.completed),
+        "failed": sum(|d| d.failed),
+        "deadLetter": sum(|d| d.dead_letter),
     })
 }

@@ -19,6 +19,18 @@ pub fn timestamp(ms: i64) -> String {
         .unwrap_or_default()
 }
 
+/// Reads an ISO-8601 timestamp as milliseconds since the epoch; a time
+/// without an offset is UTC, a bare date is its midnight UTC.
+pub fn parse_timestamp(text: &str) -> Option<i64> {
+    use time::{Date, PrimitiveDateTime};
+    let text = text.trim();
+    let at = OffsetDateTime::parse(text, &Iso8601::DEFAULT)
+        .or_else(|_| PrimitiveDateTime::parse(text, &Iso8601::DEFAULT).map(|t| t.assume_utc()))
+        .or_else(|_| Date::parse(text, &Iso8601::DEFAULT).map(|d| d.midnight().assume_utc()))
+        .ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 /// Strips the insignificant whitespace out of valid JSON text, leaving
 /// strings untouched: the stored form of a payload is compact JSON.
 pub fn compact_json(json: &str) -> String {
@@ -51,6 +63,24 @@ mod tests {
     fn timestamps_have_millisecond_precision_in_utc() {
         assert_eq!(timestamp(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(timestamp(1_778_061_702_123), "2026-05-06T10:01:42.123Z");
+    }
+
+    #[test]
+    fn timestamps_parse_with_and_without_offset() {
+        assert_eq!(
+            parse_timestamp("2026-05-06T10:01:42.123Z"),
+            Some(1_778_061_702_123)
+        );
+        assert_eq!(
+            parse_timestamp("2026-05-06T10:01:42.123"),
+            Some(1_778_061_702_123)
+        );
+        assert_eq!(
+            parse_timestamp("2026-05-06T12:01:42.123+02:00"),
+            Some(1_778_061_702_123)
+        );
+        assert_eq!(parse_timestamp("1970-01-02"), Some(86_400_000));
+        assert_eq!(parse_timestamp("yesterday"), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::append::{AppendJob, JobOutcome};
 use crate::clock::Clock;
@@ -31,7 +31,6 @@ pub(crate) type Answer = oneshot::Receiver<Result<JobOutcome>>;
 #[derive(Debug, Clone)]
 pub(crate) struct Committer {
     shards: Vec<mpsc::Sender<Pending>>,
-    appended: Arc<watch::Sender<u64>>,
 }
 
 impl std::fmt::Debug for Pending {
@@ -48,7 +47,6 @@ impl Committer {
         cache: Arc<DedupCache>,
         shards: usize,
     ) -> Self {
-        let appended = Arc::new(watch::Sender::new(0));
         let shards = (0..shards.max(1))
             .map(|_| {
                 let (tx, rx) = mpsc::channel(1024);
@@ -56,18 +54,12 @@ impl Committer {
                     store: store.clone(),
                     clock: clock.clone(),
                     cache: cache.clone(),
-                    appended: appended.clone(),
                 };
                 tokio::spawn(writer.run(rx));
                 tx
             })
             .collect();
-        Self { shards, appended }
-    }
-
-    /// A receiver that sees a new value after every committed group.
-    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
-        self.appended.subscribe()
+        Self { shards }
     }
 
     /// Queues a job; the returned receiver answers once it is committed.
@@ -90,7 +82,6 @@ struct Writer {
     store: Store,
     clock: Arc<dyn Clock>,
     cache: Arc<DedupCache>,
-    appended: Arc<watch::Sender<u64>>,
 }
 
 impl Writer {
@@ -145,14 +136,11 @@ impl Writer {
         }
     }
 
-    /// Appends in one transaction and, once committed, tells the long polls.
+    /// Appends in one transaction.
     async fn append(&self, jobs: &[AppendJob]) -> Result<Vec<JobOutcome>> {
-        let outcomes = self
-            .store
+        self.store
             .append(jobs, self.clock.now_ms(), &self.cache)
-            .await?;
-        self.appended.send_modify(|n| *n = n.wrapping_add(1));
-        Ok(outcomes)
+            .await
     }
 }
 

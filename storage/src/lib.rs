@@ -16,6 +16,10 @@
 //! - `store`: the backend chosen by the URL; `sql/`: statements that are
 //!   the same on both; `sqlite/` and `postgres/`: the rest.
 //!
+//! - `consume/`: consumer groups, cursors (the positions Kafka groups share),
+//!   leases, acks, dead letters and long-poll wake-ups; its own `impl Engine`
+//!   block holds the consumption API.
+//!
 //! A push flows: [`Engine::push`] validates, folds ids repeated inside the
 //! request, resolves (and creates) partitions, and hands one job per
 //! partition to the committer; a writer task takes every waiting job, runs
@@ -25,6 +29,7 @@ mod append;
 mod brokers;
 pub mod clock;
 mod committer;
+mod consume;
 mod dedup;
 mod error;
 mod log;
@@ -43,6 +48,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use uuid::Uuid;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use consume::{
+    AckItem, AckRefusal, AckResult, AckStatus, DeadLetter, DeadLetterPage, DeadLetterQuery,
+    GroupPosition, LeaseExtension, MessageState, MessageView, PartitionDepth, PopOutcome,
+    PopRequest, PoppedMessage, Subscription, SubscriptionMode, QUEUE_MODE_GROUP,
+};
 pub use error::{Result, StorageError};
 pub use log::{LogBounds, PendingAppend};
 pub use model::{
@@ -76,6 +86,7 @@ struct Inner {
     store: Store,
     committer: Committer,
     clock: Arc<dyn Clock>,
+    consume: consume::ConsumeState,
     /// (queue, partition) -> partition id. Only saves a round trip: a stale
     /// entry is detected by the append (the partition row is gone) and retried.
     partitions: Mutex<HashMap<(String, String), i64>>,
@@ -102,11 +113,13 @@ impl Engine {
         let cache = Arc::new(dedup::DedupCache::new(DEDUP_CACHE_HASHES));
         let committer =
             Committer::start(store.clone(), clock.clone(), cache, store.writer_shards());
+        let consume = consume::ConsumeState::new(store.start_wake());
         Ok(Self {
             inner: Arc::new(Inner {
                 store,
                 committer,
                 clock,
+                consume,
                 partitions: Mutex::new(HashMap::new()),
             }),
         })
@@ -209,6 +222,9 @@ impl Engine {
         let mut answers = Vec::with_capacity(groups.len());
         for (group, (partition_id, answer)) in groups.iter().zip(pending) {
             answers.push(self.settle(group, partition_id, answer).await?);
+        }
+        for group in &groups {
+            self.announce(&group.queue);
         }
         Ok(slots
             .into_iter()

@@ -2,7 +2,9 @@
 //! and get their offsets, read from an offset, find offsets by time, and
 //! wait for appends.
 
-use tokio::sync::watch;
+use std::sync::Arc;
+
+use tokio::sync::Notify;
 
 use crate::append::{AppendJob, JobOutcome};
 use crate::committer::Answer;
@@ -14,22 +16,29 @@ use crate::Engine;
 /// An append queued by [`Engine::start_append`].
 #[derive(Debug)]
 pub struct PendingAppend {
+    engine: Engine,
+    queue: String,
     partition_id: i64,
     answer: Answer,
 }
 
 impl PendingAppend {
-    /// Waits for the commit; returns the offset of the first record.
+    /// Waits for the commit and wakes the long polls on the queue (pops
+    /// and fetches, here and on other brokers); returns the offset of the
+    /// first record.
     pub async fn offset(self) -> Result<i64> {
         match self
             .answer
             .await
             .map_err(|_| StorageError::ShuttingDown)??
         {
-            JobOutcome::Done(appended) => appended
-                .first()
-                .map(|a| a.offset)
-                .ok_or(StorageError::CommitFailed),
+            JobOutcome::Done(appended) => {
+                self.engine.announce(&self.queue);
+                appended
+                    .first()
+                    .map(|a| a.offset)
+                    .ok_or(StorageError::CommitFailed)
+            }
             JobOutcome::PartitionGone(_) => Err(StorageError::PartitionNotFound(self.partition_id)),
         }
     }
@@ -45,11 +54,16 @@ pub struct LogBounds {
 }
 
 impl Engine {
-    /// Appends records to a partition as one batch; returns the offset of
-    /// the first. Records carry minted transaction ids, so nothing is a
+    /// Appends records to partition `partition_id` of `queue` as one batch;
+    /// returns the offset of the first. Records carry minted transaction ids, so nothing is a
     /// duplicate. Committed before it returns.
-    pub async fn append_records(&self, partition_id: i64, records: Vec<Record>) -> Result<i64> {
-        self.start_append(partition_id, records)
+    pub async fn append_records(
+        &self,
+        queue: &str,
+        partition_id: i64,
+        records: Vec<Record>,
+    ) -> Result<i64> {
+        self.start_append(queue, partition_id, records)
             .await?
             .offset()
             .await
@@ -61,6 +75,7 @@ impl Engine {
     /// without reordering them.
     pub async fn start_append(
         &self,
+        queue: &str,
         partition_id: i64,
         records: Vec<Record>,
     ) -> Result<PendingAppend> {
@@ -78,6 +93,8 @@ impl Engine {
             })
             .await?;
         Ok(PendingAppend {
+            engine: self.clone(),
+            queue: queue.to_owned(),
             partition_id,
             answer,
         })
@@ -130,9 +147,10 @@ impl Engine {
         self.inner.store.max_timestamp_offset(partition_id).await
     }
 
-    /// A signal that changes after every committed append on this broker:
-    /// long polls wait on it and then look at their partitions again.
-    pub fn subscribe_appends(&self) -> watch::Receiver<u64> {
-        self.inner.committer.subscribe()
+    /// Notified whenever new messages may be readable in any queue: appends
+    /// on this broker and, on PostgreSQL, announcements from the others.
+    /// Long polls arm it (`notified().enable()`) before they look, then wait.
+    pub fn appended_anywhere(&self) -> Arc<Notify> {
+        self.inner.consume.wake.any()
     }
 }

@@ -26,6 +26,8 @@ macro_rules! on_backend {
     };
 }
 
+pub(crate) use on_backend;
+
 impl Store {
     /// Connects to `url` (`sqlite:` or `postgres:`) and applies the migrations.
     pub(crate) async fn connect(url: &str) -> Result<Self> {

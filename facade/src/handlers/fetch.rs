@@ -1,7 +1,8 @@
 //! Fetch: reads from any offset, as a real long poll.
 //!
 //! When less than `min_bytes` is available the request waits for the
-//! engine's append signal (no polling loop) until `max_wait_ms`. Fetch
+//! engine's append notification (no polling loop; appends through other
+//! brokers on PostgreSQL notify too) until `max_wait_ms`. Fetch
 //! sessions (KIP-227) are refused correctly: a session is never created
 //! (the answer's session id is 0, so clients keep sending full requests) and
 //! an incremental request gets `FETCH_SESSION_ID_NOT_FOUND`.
@@ -38,8 +39,7 @@ pub async fn handle(broker: &Broker, version: i16, request: FetchRequest) -> Fet
         return FetchResponse::default()
             .with_error_code(ResponseError::FetchSessionIdNotFound.code());
     }
-    let mut signal = broker.engine.subscribe_appends();
-    signal.borrow_and_update();
+    let appended = broker.engine.appended_anywhere();
 
     let mut topics: Vec<(Option<String>, TopicName, Uuid)> = Vec::new();
     let mut wanted = Vec::new();
@@ -75,23 +75,22 @@ pub async fn handle(broker: &Broker, version: i16, request: FetchRequest) -> Fet
     let max_bytes = usize::try_from(request.max_bytes).unwrap_or(usize::MAX);
     let read_committed = request.isolation_level == 1;
     loop {
+        // Armed before reading, so an append landing meanwhile still wakes us.
+        let notified = appended.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
         let (partitions, bytes, failed) =
             read_all(broker, version, &wanted, max_bytes, read_committed).await;
         let expired = tokio::time::Instant::now() >= deadline;
         if bytes >= min_bytes || failed || expired {
             return answer(version, &topics, &wanted, partitions);
         }
-        // Sleep until something is appended on this broker, or the deadline.
-        // Appends through other brokers are seen at the deadline at the latest.
-        match tokio::time::timeout_at(deadline, signal.changed()).await {
-            Ok(Ok(())) => {
-                signal.borrow_and_update();
-            }
-            Ok(Err(_)) | Err(_) => {
-                let (partitions, _, _) =
-                    read_all(broker, version, &wanted, max_bytes, read_committed).await;
-                return answer(version, &topics, &wanted, partitions);
-            }
+        // Sleep until something is appended (here or, on PostgreSQL, on
+        // another broker), or the deadline.
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            let (partitions, _, _) =
+                read_all(broker, version, &wanted, max_bytes, read_committed).await;
+            return answer(version, &topics, &wanted, partitions);
         }
     }
 }

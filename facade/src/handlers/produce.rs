@@ -52,7 +52,7 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, request: ProduceRequest)
             let queued = match prepare(broker, &name, data.index, records).await {
                 Ok((partition_id, batch)) => broker
                     .engine
-                    .start_append(partition_id, batch)
+                    .start_append(&name, partition_id, batch)
                     .await
                     .map_err(|e| storage_code(&e)),
                 Err(code) => Err(code),

@@ -3,6 +3,7 @@
 //! `SELECT … FOR UPDATE`, so brokers never interleave inside a partition.
 
 mod append;
+mod consume;
 
 use std::str::FromStr;
 

@@ -177,7 +177,13 @@ macro_rules! catalog_statements {
                         .fetch_optional(&mut *tx)
                         .await?;
                 let Some((queue_id,)) = row else { return Ok(false) };
-                for table in ["txn_hashes", "segments"] {
+                for table in [
+                    "txn_hashes",
+                    "segments",
+                    "consumer_cursors",
+                    "consumer_leases",
+                    "dead_letters",
+                ] {
                     sqlx::query(&format!(
                         "DELETE FROM {table} WHERE partition_id IN \
                          (SELECT id FROM partitions WHERE queue_id = $1)"
@@ -186,6 +192,10 @@ macro_rules! catalog_statements {
                     .execute(&mut *tx)
                     .await?;
                 }
+                sqlx::query("DELETE FROM consumer_subscriptions WHERE queue_id = $1")
+                    .bind(queue_id)
+                    .execute(&mut *tx)
+                    .await?;
                 sqlx::query("DELETE FROM partitions WHERE queue_id = $1")
                     .bind(queue_id)
                     .execute(&mut *tx)

@@ -2,6 +2,7 @@
 //! anyway) and a pool of readers, in WAL mode.
 
 mod append;
+mod consume;
 
 use std::str::FromStr;
 use std::time::Duration;

@@ -109,30 +109,30 @@ pub async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
         .await
         .expect("create");
     let p = partition_id(&engine, "log", 0).await;
-    let mut signal = engine.subscribe_appends();
-    let before = *signal.borrow_and_update();
+    let appended = engine.appended_anywhere();
+    let notified = appended.notified();
+    tokio::pin!(notified);
+    notified.as_mut().enable();
     assert_eq!(
         engine
-            .append_records(p, vec![kafka("a", 1), kafka("b", 2)])
+            .append_records("log", p, vec![kafka("a", 1), kafka("b", 2)])
             .await
             .expect("append"),
         0
     );
-    assert!(
-        signal.has_changed().expect("signal open"),
-        "a committed append is signalled"
-    );
-    assert_ne!(*signal.borrow_and_update(), before);
+    tokio::time::timeout(std::time::Duration::from_secs(5), notified)
+        .await
+        .expect("a committed append wakes long polls");
     assert_eq!(
         engine
-            .append_records(p, vec![kafka("c", 3)])
+            .append_records("log", p, vec![kafka("c", 3)])
             .await
             .expect("append"),
         2
     );
     for i in 0..10 {
         engine
-            .append_records(p, vec![kafka(&"x".repeat(100), 10 + i)])
+            .append_records("log", p, vec![kafka(&"x".repeat(100), 10 + i)])
             .await
             .expect("append");
     }
@@ -174,7 +174,7 @@ pub async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
         .is_empty());
     assert!(
         engine
-            .append_records(i64::MAX, vec![kafka("z", 1)])
+            .append_records("log", i64::MAX, vec![kafka("z", 1)])
             .await
             .is_err(),
         "an unknown partition is an error"
@@ -194,11 +194,12 @@ pub async fn offsets_are_found_by_timestamp(db: &Db) {
         "empty"
     );
     engine
-        .append_records(p, vec![kafka("a", 1000), kafka("b", 3000)])
+        .append_records("times", p, vec![kafka("a", 1000), kafka("b", 3000)])
         .await
         .expect("append");
     engine
         .append_records(
+            "times",
             p,
             vec![kafka("c", 2000), kafka("d", 5000), kafka("e", 4000)],
         )
@@ -279,7 +280,13 @@ pub async fn large_appends_are_split_into_bounded_segments(db: &Db) {
     let records: Vec<Record> = (0..30_000)
         .map(|i| kafka(&format!("{i:0>100}"), i))
         .collect();
-    assert_eq!(engine.append_records(p, records).await.expect("append"), 0);
+    assert_eq!(
+        engine
+            .append_records("large", p, records)
+            .await
+            .expect("append"),
+        0
+    );
     // A small read returns one segment's worth from the asked offset, not the whole append.
     let some = engine
         .read_partition(p, 15_000, usize::MAX, 1)

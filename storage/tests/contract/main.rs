@@ -1,6 +1,7 @@
 //! The storage contract: every scenario runs on SQLite and on PostgreSQL,
 //! each on a fresh database.
 
+mod consume;
 mod log;
 mod push;
 mod queues;
@@ -61,4 +62,20 @@ contract!(
     push::a_warm_cache_sees_what_another_engine_stored,
     push::widening_the_window_finds_older_ids,
     push::a_retried_batch_is_all_duplicates,
+    consume::pop_and_ack_in_order,
+    consume::a_partition_is_leased_to_one_consumer_at_a_time,
+    consume::an_expired_lease_is_redelivered_with_the_next_attempt,
+    consume::a_partial_ack_keeps_the_lease,
+    consume::failed_acks_retry_then_dead_letter,
+    consume::retry_does_not_charge_the_budget,
+    consume::dlq_status_dead_letters_at_once,
+    consume::unresolvable_acks_change_nothing,
+    consume::every_group_sees_every_message,
+    consume::subscription_modes_choose_where_a_group_starts,
+    consume::seek_moves_a_group,
+    consume::auto_ack_commits_at_delivery,
+    consume::delayed_processing_and_window_buffer_hold_messages,
+    consume::lease_extension_never_shortens_or_resurrects,
+    consume::two_engines_never_hold_the_same_lease,
+    consume::depth_counts_from_positions_and_leases,
 );

@@ -55,6 +55,11 @@ impl Db {
         }
     }
 
+    /// The test clock's current time, ms since the epoch.
+    pub fn clock_now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     /// An engine on this database, on the test's clock. Call it twice for
     /// two brokers sharing the database.
     pub async fn engine(&self) -> Engine {

@@ -1,0 +1,189 @@
+//! Consumption throughput over HTTP: pop + ack with batch 100 and 1,000, on
+//! SQLite and PostgreSQL. Each scenario runs a fresh broker (the release
+//! binary) on a fresh database, preloads JSON messages of about 200 bytes
+//! with the push API, then lets N consumers loop pop (queue mode, one
+//! partition per pop) + ack/batch until the queue is drained, and reports
+//! messages/s of the consuming phase.
+//!
+//! `cargo bench --bench consume` runs everything; `-- --backend sqlite`,
+//! `--batch N`, `--messages N`, `--consumers N` and `--partitions N` narrow it.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Deserialize;
+use support::{Broker, TestDb};
+
+struct Args {
+    backends: Vec<String>,
+    batches: Vec<usize>,
+    messages: usize,
+    consumers: usize,
+    partitions: usize,
+}
+
+fn args() -> Args {
+    let mut args = Args {
+        backends: vec!["sqlite".into(), "postgres".into()],
+        batches: vec![100, 1000],
+        messages: 200_000,
+        consumers: 8,
+        partitions: 16,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().unwrap_or_default();
+        match flag.as_str() {
+            "--backend" => args.backends = vec![value()],
+            "--batch" => args.batches = vec![value().parse().unwrap_or(100)],
+            "--messages" => args.messages = value().parse().unwrap_or(args.messages),
+            "--consumers" => args.consumers = value().parse().unwrap_or(args.consumers),
+            "--partitions" => args.partitions = value().parse().unwrap_or(args.partitions),
+            _ => {} // `cargo bench` passes `--bench`.
+        }
+    }
+    args
+}
+
+/// Only what a consumer needs from a pop answer.
+#[derive(Deserialize)]
+struct Popped {
+    messages: Vec<PoppedMessage>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PoppedMessage {
+    transaction_id: String,
+    partition_id: String,
+    lease_id: String,
+}
+
+async fn preload(broker: &Broker, args: &Args) {
+    let client = reqwest::Client::new();
+    let per_request = 1000;
+    let requests = args.messages.div_ceil(per_request);
+    let mut tasks = tokio::task::JoinSet::new();
+    let next = Arc::new(AtomicUsize::new(0));
+    for _ in 0..4 {
+        let (client, next, url, partitions) = (
+            client.clone(),
+            next.clone(),
+            format!("{}/api/v1/push", broker.http),
+            args.partitions,
+        );
+        tasks.spawn(async move {
+            loop {
+                let r = next.fetch_add(1, Ordering::Relaxed);
+                if r >= requests {
+                    break;
+                }
+                let items: Vec<serde_json::Value> = (0..per_request)
+                    .map(|i| {
+                        let n = r * per_request + i;
+                        serde_json::json!({
+                            "queue": "bench",
+                            "partition": format!("p{}", r % partitions),
+                            "transactionId": format!("bench-{n:012}"),
+                            "payload": {
+                                "orderId": n,
+                                "customer": format!("customer-{:06}", n % 100_000),
+                                "amount": 99.5,
+                                "currency": "EUR",
+                                "note": "a message of about two hundred bytes, as a small business event would be, padded",
+                            },
+                        })
+                    })
+                    .collect();
+                let response = client
+                    .post(&url)
+                    .json(&serde_json::json!({ "items": items }))
+                    .send()
+                    .await
+                    .expect("push");
+                assert_eq!(response.status().as_u16(), 201, "push failed");
+            }
+        });
+    }
+    tasks.join_all().await;
+}
+
+async fn scenario(backend: &str, batch: usize, args: &Args) {
+    let db = match backend {
+        "postgres" => TestDb::postgres().await,
+        _ => TestDb::sqlite(),
+    };
+    let broker = Broker::start(&db.url, &[]);
+    preload(&broker, args).await;
+    let total = args.messages.div_ceil(1000) * 1000;
+
+    let client = reqwest::Client::new();
+    let consumed = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..args.consumers {
+        let (client, consumed, base) = (client.clone(), consumed.clone(), broker.http.clone());
+        tasks.spawn(async move {
+            let pop_url = format!("{base}/api/v1/pop/queue/bench?batch={batch}&wait=false");
+            let ack_url = format!("{base}/api/v1/ack/batch");
+            let mut empty = 0;
+            while consumed.load(Ordering::Relaxed) < total && empty < 50 {
+                let response = client.get(&pop_url).send().await.expect("pop");
+                if response.status().as_u16() == 204 {
+                    empty += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    continue;
+                }
+                empty = 0;
+                let popped: Popped = response.json().await.expect("pop JSON");
+                let acks: Vec<serde_json::Value> = popped
+                    .messages
+                    .iter()
+                    .map(|m| {
+                        serde_json::json!({
+                            "transactionId": m.transaction_id,
+                            "partitionId": m.partition_id,
+                            "leaseId": m.lease_id,
+                            "status": "completed",
+                        })
+                    })
+                    .collect();
+                let answer = client
+                    .post(&ack_url)
+                    .json(&serde_json::json!({ "acknowledgments": acks }))
+                    .send()
+                    .await
+                    .expect("ack");
+                assert_eq!(answer.status().as_u16(), 200, "ack failed");
+                answer.bytes().await.expect("ack answer");
+                consumed.fetch_add(popped.messages.len(), Ordering::Relaxed);
+            }
+        });
+    }
+    tasks.join_all().await;
+    let elapsed = started.elapsed().as_secs_f64();
+    let done = consumed.load(Ordering::Relaxed);
+    assert_eq!(done, total, "every preloaded message was consumed once");
+    println!(
+        "{backend:8} batch {batch:5}, {} consumers, {} partitions: {done} messages popped and acked in {elapsed:6.2} s = {:8.0} msg/s",
+        args.consumers,
+        args.partitions,
+        done as f64 / elapsed
+    );
+    drop(broker);
+    db.drop_db().await;
+}
+
+#[tokio::main]
+async fn main() {
+    let args = args();
+    for backend in args.backends.clone() {
+        for &batch in &args.batches {
+            scenario(&backend, batch, &args).await;
+        }
+    }
+}

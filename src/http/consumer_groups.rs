@@ -1,0 +1,257 @@
+//! The consumer-group endpoints (3.10): list, lagging, describe, delete,
+//! seek, subscription, and `POST /api/v1/stats/refresh`.
+//!
+//! Positions come from the same store Kafka consumer groups commit to; lag
+//! is counted from them, time lag from the oldest message not yet consumed.
+
+use std::collections::{BTreeMap, HashMap};
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use storage::GroupPosition;
+
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::render::{parse_timestamp, timestamp};
+use super::AppState;
+
+/// The lagging threshold when the request names none, in seconds.
+const DEFAULT_MIN_LAG_SECONDS: i64 = 3600;
+
+fn time_lag_seconds(p: &GroupPosition, now: i64) -> i64 {
+    p.oldest_pending_at_ms
+        .map_or(0, |at| ((now - at) / 1000).max(0))
+}
+
+/// `GET /api/v1/consumer-groups`: one entry per group and queue.
+pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let now = state.engine.clock().now_ms();
+    let positions = state.engine.consumer_positions(None, None).await?;
+    let subscriptions = state.engine.subscriptions(None).await?;
+    let mut entries: BTreeMap<(String, String), Vec<&GroupPosition>> = BTreeMap::new();
+    for p in &positions {
+        entries
+            .entry((p.group.clone(), p.queue.clone()))
+            .or_default()
+            .push(p);
+    }
+    for s in &subscriptions {
+        entries
+            .entry((s.group.clone(), s.queue.clone()))
+            .or_default();
+    }
+    let list: Vec<Value> = entries
+        .iter()
+        .map(|((group, queue), ps)| {
+            let sub = subscriptions
+                .iter()
+                .find(|s| &s.group == group && &s.queue == queue);
+            let total_lag: i64 = ps.iter().map(|p| p.lag()).sum();
+            json!({
+                "name": group,
+                "topics": [queue],
+                "queueName": queue,
+                "members": ps.iter().filter(|p| p.lease_expires_at_ms.is_some()).count(),
+                "partitionsWithLag": ps.iter().filter(|p| p.lag() > 0).count(),
+                "totalLag": total_lag,
+                "maxTimeLag": ps.iter().map(|p| time_lag_seconds(p, now)).max().unwrap_or(0),
+                "state": if total_lag > 0 { "Lagging" } else { "Stable" },
+                "subscriptionMode": sub.map_or("all", |s| s.mode.as_str()),
+                "subscriptionTimestamp": sub.and_then(|s| s.start_at_ms).map(timestamp),
+                "subscriptionCreatedAt": sub.map(|s| timestamp(s.created_at_ms)),
+            })
+        })
+        .collect();
+    Ok(Json(Value::Array(list)))
+}
+
+/// `GET /api/v1/consumer-groups/lagging?minLagSeconds=N`.
+pub async fn lagging(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let min = match query.get("minLagSeconds").filter(|v| !v.is_empty()) {
+        None => DEFAULT_MIN_LAG_SECONDS,
+        Some(v) => v
+            .parse::<i64>()
+            .map_err(|_| ApiError::BadRequest("minLagSeconds must be an integer".into()))?,
+    };
+    let now = state.engine.clock().now_ms();
+    let list: Vec<Value> = state
+        .engine
+        .consumer_positions(None, None)
+        .await?
+        .iter()
+        .filter(|p| p.lag() > 0 && p.oldest_pending_at_ms.is_some())
+        .filter(|p| time_lag_seconds(p, now) >= min)
+        .map(|p| {
+            let lag = time_lag_seconds(p, now);
+            json!({
+                "consumer_group": p.group,
+                "queue_name": p.queue,
+                "partition_name": p.partition,
+                "partition_id": p.partition_id.to_string(),
+                "worker_id": Value::Null,
+                "offset_lag": p.lag(),
+                "time_lag_seconds": lag,
+                "lag_hours": lag as f64 / 3600.0,
+                "oldest_unconsumed_at": p.oldest_pending_at_ms.map(timestamp),
+                "last_consumed_at": timestamp(p.updated_at_ms),
+            })
+        })
+        .collect();
+    Ok(Json(Value::Array(list)))
+}
+
+/// `GET /api/v1/consumer-groups/{group}`: its partitions per queue.
+pub async fn describe(
+    State(state): State<AppState>,
+    Path(group): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let now = state.engine.clock().now_ms();
+    let mut queues = serde_json::Map::new();
+    for p in state.engine.consumer_positions(Some(&group), None).await? {
+        let entry = queues
+            .entry(p.queue.clone())
+            .or_insert_with(|| json!({"partitions": []}));
+        if let Some(Value::Array(list)) = entry.get_mut("partitions") {
+            list.push(json!({
+                "partition": p.partition,
+                "partitionId": p.partition_id.to_string(),
+                "workerId": Value::Null,
+                "lastConsumedAt": timestamp(p.updated_at_ms),
+                "totalConsumed": (p.committed_offset - p.log_start).max(0),
+                "committedOffset": p.committed_offset,
+                "offsetLag": p.lag(),
+                "timeLagSeconds": time_lag_seconds(&p, now),
+                "leaseActive": p.lease_expires_at_ms.is_some(),
+            }));
+        }
+    }
+    Ok(Json(Value::Object(queues)))
+}
+
+fn delete_metadata(query: &HashMap<String, String>) -> bool {
+    query
+        .get("deleteMetadata")
+        .is_none_or(|v| !v.eq_ignore_ascii_case("false"))
+}
+
+/// `DELETE /api/v1/consumer-groups/{group}?deleteMetadata=`.
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(group): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let metadata = delete_metadata(&query);
+    let deleted = state
+        .engine
+        .delete_consumer_group(&group, None, metadata)
+        .await?;
+    Ok(Json(json!({
+        "success": true,
+        "consumerGroup": group,
+        "deletedPartitions": deleted,
+        "metadataDeleted": metadata,
+    })))
+}
+
+/// `DELETE /api/v1/consumer-groups/{group}/queues/{queue}?deleteMetadata=`.
+pub async fn delete_for_queue(
+    State(state): State<AppState>,
+    Path((group, queue)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let metadata = delete_metadata(&query);
+    let deleted = state
+        .engine
+        .delete_consumer_group(&group, Some(&queue), metadata)
+        .await?;
+    Ok(Json(json!({
+        "success": true,
+        "consumerGroup": group,
+        "queueName": queue,
+        "deletedPartitions": deleted,
+        "metadataDeleted": metadata,
+    })))
+}
+
+/// `POST /api/v1/consumer-groups/{group}/queues/{queue}/seek`: to the end
+/// (also when the body is empty) or to a timestamp.
+pub async fn seek(
+    State(state): State<AppState>,
+    Path((group, queue)): Path<(String, String)>,
+    JsonBody(body): JsonBody<Value>,
+) -> Result<Response, ApiError> {
+    let refuse = || {
+        (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"success": false, "error": "Must specify toEnd=true or a timestamp", "code": "bad_request"})),
+        )
+            .into_response()
+    };
+    let to_end = body.get("toEnd").and_then(Value::as_bool);
+    let at = match body.get("timestamp") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => match parse_timestamp(t) {
+            Some(ms) => Some(ms),
+            None => return Ok(refuse()),
+        },
+        Some(_) => return Ok(refuse()),
+    };
+    let target = match (to_end, at) {
+        (Some(true), _) => None,
+        (_, Some(ms)) => Some(ms),
+        (None, None) if body.as_object().is_some_and(|o| o.is_empty()) => None,
+        _ => return Ok(refuse()),
+    };
+    match state.engine.seek(&group, &queue, target).await? {
+        None => Ok((
+            StatusCode::NOT_FOUND,
+            Json(json!({"success": false, "error": "Queue not found", "code": "queue_not_found"})),
+        )
+            .into_response()),
+        Some(updated) => Ok(Json(json!({
+            "success": true,
+            "consumerGroup": group,
+            "queueName": queue,
+            "seekToEnd": target.is_none(),
+            "targetTimestamp": target.map(timestamp),
+            "partitionsUpdated": updated,
+        }))
+        .into_response()),
+    }
+}
+
+/// `POST /api/v1/consumer-groups/{group}/subscription`: rewrites the
+/// subscription start of the group.
+pub async fn subscription(
+    State(state): State<AppState>,
+    Path(group): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> Result<Json<Value>, ApiError> {
+    let Some(Value::String(text)) = body.get("subscriptionTimestamp") else {
+        return Err(ApiError::BadRequest(
+            "subscriptionTimestamp is required".into(),
+        ));
+    };
+    let at = parse_timestamp(text).ok_or_else(|| {
+        ApiError::BadRequest("subscriptionTimestamp must be an ISO-8601 timestamp".into())
+    })?;
+    let rows = state.engine.set_subscription_start(&group, at).await?;
+    Ok(Json(json!({
+        "success": true,
+        "consumerGroup": group,
+        "newTimestamp": timestamp(at),
+        "rowsUpdated": rows,
+    })))
+}
+
+/// `POST /api/v1/stats/refresh`: lag and depth are computed on read, so
+/// there is nothing to refresh.
+pub async fn refresh_stats() -> Json<Value> {
+    Json(json!({"success": true}))
+}

@@ -1,0 +1,43 @@
+//! `POST /api/v1/lease/{leaseId}/extend` (3.7): renew every live lease
+//! held under an id. Always 200; `success: false` when nothing was renewed.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::render::timestamp;
+use super::AppState;
+
+/// How long a renewal extends a lease when the body names no `seconds`.
+const DEFAULT_SECONDS: i64 = 60;
+
+/// Extends the lease to at least now + `seconds` (default 60).
+pub async fn extend(
+    State(state): State<AppState>,
+    Path(lease_id): Path<String>,
+    JsonBody(body): JsonBody<Value>,
+) -> Result<Json<Value>, ApiError> {
+    let seconds = match body.get("seconds") {
+        None | Some(Value::Null) => DEFAULT_SECONDS,
+        Some(v) => v
+            .as_i64()
+            .filter(|s| *s >= 0)
+            .ok_or_else(|| ApiError::BadRequest("seconds must be a non-negative integer".into()))?,
+    };
+    let e = state.engine.extend_lease(&lease_id, seconds).await?;
+    let expires = e.expires_at_ms.map(timestamp);
+    let mut answer = json!({
+        "leaseId": lease_id,
+        "success": e.renewed > 0,
+        "renewed": e.renewed,
+        "newExpiresAt": expires,
+        "expiresAt": expires,
+        "lease_expires_at": expires,
+    });
+    if e.renewed == 0 {
+        answer["error"] = json!("lease not found, expired or released");
+    }
+    Ok(Json(answer))
+}

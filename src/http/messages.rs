@@ -1,0 +1,70 @@
+//! `GET /api/v1/messages/{partitionId}/{transactionId}` (3.12): one
+//! message with its state.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+use storage::MessageState;
+
+use super::content::insert_content;
+use super::error::ApiError;
+use super::render::timestamp;
+use super::AppState;
+
+/// Looks a message up by partition id (as pops render it) and transaction id.
+pub async fn get(
+    State(state): State<AppState>,
+    Path((partition_id, transaction_id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let not_found = || {
+        (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": "Message not found", "code": "message_not_found"})),
+        )
+            .into_response()
+    };
+    let Ok(id) = partition_id.trim().parse::<i64>() else {
+        return Ok(not_found());
+    };
+    let Some(m) = state.engine.message(id, &transaction_id).await? else {
+        return Ok(not_found());
+    };
+    let (namespace, task) = match state.engine.queue(&m.queue).await? {
+        Some(q) => (q.options.namespace, q.options.task),
+        None => (String::new(), String::new()),
+    };
+    let mut out = Map::new();
+    out.insert("id".into(), json!(m.record.message_id.to_string()));
+    out.insert("transactionId".into(), json!(m.record.transaction_id()));
+    out.insert("partitionId".into(), json!(partition_id));
+    out.insert("queue".into(), json!(m.queue));
+    out.insert("partition".into(), json!(m.partition));
+    out.insert("namespace".into(), json!(namespace));
+    out.insert("task".into(), json!(task));
+    out.insert("offset".into(), json!(m.offset));
+    out.insert(
+        "status".into(),
+        json!(match m.state {
+            MessageState::Pending => "pending",
+            MessageState::Processing => "processing",
+            MessageState::Completed => "completed",
+            MessageState::DeadLetter => "dead_letter",
+        }),
+    );
+    insert_content(&mut out, "payload", &m.record.content);
+    out.insert(
+        "traceId".into(),
+        json!(m.record.trace_id.map(|t| t.to_string())),
+    );
+    out.insert("producerSub".into(), Value::Null);
+    out.insert("createdAt".into(), json!(timestamp(m.created_at_ms)));
+    out.insert("errorMessage".into(), json!(m.error_message));
+    out.insert("retryCount".into(), json!(m.retry_count));
+    out.insert(
+        "leaseExpiresAt".into(),
+        json!(m.lease_expires_at_ms.map(timestamp)),
+    );
+    Ok(Json(Value::Object(out)).into_response())
+}

@@ -1,0 +1,250 @@
+//! Pop, on its three routes (3.4):
+//! `GET /api/v1/pop/queue/{queue}`, `GET /api/v1/pop/queue/{queue}/partition/{partition}`
+//! and `GET /api/v1/pop?namespace=&task=`.
+//!
+//! An empty pop answers 204 without a body. With `wait=true` the engine
+//! holds the request until a message arrives or `timeout` ms pass, and
+//! answers before the timeout.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use serde_json::json;
+use serde_json::value::RawValue;
+use storage::{PopOutcome, PopRequest, PoppedMessage, SubscriptionMode, QUEUE_MODE_GROUP};
+
+use super::content::{self, KafkaFields};
+use super::error::ApiError;
+use super::render::{parse_timestamp, timestamp};
+use super::AppState;
+
+/// The batch when the request leaves it to the broker (autopilot).
+const DEFAULT_BATCH: usize = 100;
+
+/// The long-poll timeout when the request names none, in ms.
+const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
+/// The longest a pop may wait, in ms.
+const MAX_TIMEOUT_MS: u64 = 10 * 60 * 1000;
+
+/// Pops from any partition of a queue.
+pub async fn queue(
+    State(state): State<AppState>,
+    Path(queue): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    run(&state, Target::Queue(queue, None), &query).await
+}
+
+/// Pops from one partition of a queue.
+pub async fn partition(
+    State(state): State<AppState>,
+    Path((queue, partition)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    run(&state, Target::Queue(queue, Some(partition)), &query).await
+}
+
+/// Pops from every queue of a namespace and/or task.
+pub async fn matching(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    run(&state, Target::Matching, &query).await
+}
+
+enum Target {
+    Queue(String, Option<String>),
+    Matching,
+}
+
+/// A popped message as clients read it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageJson<'a> {
+    id: String,
+    transaction_id: String,
+    trace_id: Option<String>,
+    data: Box<RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data_encoding: Option<&'static str>,
+    producer_sub: Option<String>,
+    created_at: String,
+    partition_id: String,
+    partition: &'a str,
+    queue: &'a str,
+    lease_id: &'a str,
+    consumer_group: &'a str,
+    delivery_attempt: i64,
+    offset: i64,
+    retry_count: i64,
+    #[serde(flatten)]
+    kafka: Option<KafkaFields>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PopJson<'a> {
+    success: bool,
+    queue: &'a str,
+    partition: &'a str,
+    partition_id: String,
+    lease_id: &'a str,
+    consumer_group: &'a str,
+    messages: Vec<MessageJson<'a>>,
+    partitions_claimed: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    autopilot: Option<serde_json::Value>,
+}
+
+async fn run(
+    state: &AppState,
+    target: Target,
+    query: &HashMap<String, String>,
+) -> Result<Response, ApiError> {
+    let flag = |name: &str| {
+        query
+            .get(name)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+    };
+    if flag("conflation") {
+        // Ignoring it would hand a last-value consumer its whole backlog.
+        return Ok((
+            StatusCode::BAD_REQUEST,
+            Json(json!({
+                "success": false,
+                "error": "conflation is not supported by this broker",
+                "code": "bad_request",
+                "messages": [],
+            })),
+        )
+            .into_response());
+    }
+    let number = |name: &str| -> Result<Option<u64>, ApiError> {
+        query
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .map(|v| {
+                v.parse::<u64>().map_err(|_| {
+                    ApiError::BadRequest(format!("{name} must be a non-negative integer"))
+                })
+            })
+            .transpose()
+    };
+    let autopilot = flag("autopilot");
+    let batch = number("batch")?
+        .map_or(DEFAULT_BATCH, |b| b as usize)
+        .max(1);
+    let partitions = number("partitions")?.map_or(1, |p| p as usize).max(1);
+    let timeout_ms = number("timeout")?
+        .unwrap_or(DEFAULT_TIMEOUT_MS)
+        .min(MAX_TIMEOUT_MS);
+    let lease_seconds = number("leaseSeconds")?.map(|s| s.min(i64::MAX as u64) as i64);
+    let group = query
+        .get("consumerGroup")
+        .filter(|g| !g.is_empty())
+        .cloned()
+        .unwrap_or_else(|| QUEUE_MODE_GROUP.to_owned());
+    let subscription = match query.get("subscriptionFrom").filter(|v| !v.is_empty()) {
+        Some(from) if from.eq_ignore_ascii_case("now") => SubscriptionMode::New,
+        Some(from) => SubscriptionMode::From(parse_timestamp(from).ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "subscriptionFrom must be an ISO-8601 timestamp or now, not {from:?}"
+            ))
+        })?),
+        None => query
+            .get("subscriptionMode")
+            .filter(|v| !v.is_empty())
+            .map_or(state.default_subscription, |m| {
+                SubscriptionMode::from_name(m)
+            }),
+    };
+    let wait = flag("wait").then(|| Duration::from_millis(timeout_ms));
+    let auto_ack = flag("autoAck");
+
+    let (queue_name, partition) = match &target {
+        Target::Queue(q, p) => {
+            storage::validate_name("queue name", q)?;
+            if let Some(p) = p {
+                storage::validate_name("partition name", p)?;
+            }
+            (q.clone(), p.clone())
+        }
+        Target::Matching => (String::new(), None),
+    };
+    let request = PopRequest {
+        queue: queue_name,
+        partition,
+        group,
+        batch,
+        max_partitions: partitions,
+        lease_seconds,
+        auto_ack,
+        subscription,
+        wait,
+    };
+    let outcome = match target {
+        Target::Queue(..) => state.engine.pop(&request).await?,
+        Target::Matching => {
+            let namespace = query.get("namespace").map(String::as_str);
+            let task = query.get("task").map(String::as_str);
+            if namespace.is_none_or(str::is_empty) && task.is_none_or(str::is_empty) {
+                return Err(ApiError::BadRequest(
+                    "a pop without a queue needs namespace or task".into(),
+                ));
+            }
+            state.engine.pop_matching(namespace, task, &request).await?
+        }
+    };
+    if outcome.messages.is_empty() {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    let echo = autopilot.then(|| json!({"partitions": partitions, "batch": batch, "waitMs": 0}));
+    Ok(Json(render(&outcome, &request.group, echo)).into_response())
+}
+
+fn render<'a>(
+    outcome: &'a PopOutcome,
+    group: &'a str,
+    autopilot: Option<serde_json::Value>,
+) -> PopJson<'a> {
+    let first = &outcome.messages[0];
+    PopJson {
+        success: true,
+        queue: &first.queue,
+        partition: &first.partition,
+        partition_id: first.partition_id.to_string(),
+        lease_id: &outcome.lease_id,
+        consumer_group: group,
+        messages: outcome.messages.iter().map(|m| message(m, group)).collect(),
+        partitions_claimed: outcome.partitions_claimed,
+        autopilot,
+    }
+}
+
+fn message<'a>(m: &'a PoppedMessage, group: &'a str) -> MessageJson<'a> {
+    let data = content::data(&m.record.content);
+    MessageJson {
+        id: m.record.message_id.to_string(),
+        transaction_id: m.record.transaction_id(),
+        trace_id: m.record.trace_id.map(|t| t.to_string()),
+        data: data.json,
+        data_encoding: data.encoding,
+        producer_sub: None,
+        created_at: timestamp(m.created_at_ms),
+        partition_id: m.partition_id.to_string(),
+        partition: &m.partition,
+        queue: &m.queue,
+        lease_id: &m.lease_id,
+        consumer_group: group,
+        delivery_attempt: m.delivery_attempt,
+        offset: m.offset,
+        retry_count: m.retry_count,
+        kafka: content::kafka_fields(&m.record.content),
+    }
+}

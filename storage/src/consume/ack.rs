@@ -1,0 +1,452 @@
+//! Acknowledgements: resolve transaction ids to offsets inside the leased
+//! span, then move the group's cursor, retry, or dead-letter.
+//!
+//! Per (partition, group), under the lease row's lock:
+//! - the items are checked against the lease (an ack naming a lease must
+//!   name the live one; a repeat of a released lease's `completed` ack is a
+//!   harmless no-op);
+//! - their transaction ids are resolved by reading the segments of the
+//!   leased span (or, for an ack without a lease, a bounded stretch after
+//!   the cursor), so this needs no index and works on queues without dedup;
+//! - `completed` is cumulative; the lowest `failed`/`retry`/`dlq` signal
+//!   wins and puts the cursor back at (or past) its message.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{ConsumeTx, CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK_SPAN};
+use crate::error::Result;
+use crate::record::{decode_segment_range, Record};
+
+/// Segments read per statement at most. The first statement reads one
+/// (a segment can hold a whole request's thousand messages, so one is often
+/// enough); each further statement reads twice as many.
+const MAX_SEGMENTS_PER_READ: i64 = 16;
+
+/// The dead-letter error text of a message whose retries ran out.
+const RETRIES_EXHAUSTED: &str = "Retries exhausted";
+
+/// What a consumer says about a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckStatus {
+    /// Done: the cursor moves past it (and everything before it in the span).
+    Completed,
+    /// Failed: redelivered, charging the retry budget; dead-lettered once
+    /// the budget is spent.
+    Failed,
+    /// Redeliver without charging the retry budget.
+    Retry,
+    /// Dead-letter it now.
+    Dlq,
+}
+
+impl AckStatus {
+    /// Reads a status as clients send it, case-insensitively: `completed`
+    /// and `success` are [`Self::Completed`], as is anything unknown.
+    pub fn parse(status: &str) -> Self {
+        match status.to_ascii_lowercase().as_str() {
+            "failed" => Self::Failed,
+            "retry" => Self::Retry,
+            "dlq" => Self::Dlq,
+            _ => Self::Completed,
+        }
+    }
+
+    /// Which signal wins at equal offsets: `dlq` beats `failed` beats `retry`.
+    fn strength(self) -> u8 {
+        match self {
+            Self::Dlq => 3,
+            Self::Failed => 2,
+            Self::Retry => 1,
+            Self::Completed => 0,
+        }
+    }
+}
+
+/// One acknowledgement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckItem {
+    /// The message's transaction id.
+    pub transaction_id: String,
+    /// The partition it was popped from.
+    pub partition_id: i64,
+    /// What happened to it.
+    pub status: AckStatus,
+    /// The consumer's error text (kept on a dead letter).
+    pub error: Option<String>,
+    /// The lease it was delivered under; `None` skips the lease check.
+    pub lease_id: Option<String>,
+}
+
+/// Why an acknowledgement was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AckRefusal {
+    /// The named lease is not the live lease of the partition for the group.
+    #[error("invalid or expired lease")]
+    InvalidLease,
+    /// The transaction id is not in the span, or is below the cursor.
+    #[error("transaction is unresolvable, already committed, or acknowledgment is stale")]
+    Unresolvable,
+    /// No partition has that id.
+    #[error("no partition {0}")]
+    NoPartition(i64),
+}
+
+/// The answer to one acknowledgement.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AckResult {
+    /// Why it was refused; `None` when it was honoured.
+    pub refusal: Option<AckRefusal>,
+    /// The lease on the partition ended with this request.
+    pub lease_released: bool,
+    /// This item filed a dead letter.
+    pub dlq: bool,
+    /// A repeat of an already committed `completed` ack: nothing changed.
+    pub noop: bool,
+    /// The queue of the partition, when known.
+    pub queue: Option<String>,
+    /// The partition name, when known.
+    pub partition: Option<String>,
+}
+
+impl AckResult {
+    /// Whether the acknowledgement was honoured.
+    pub fn success(&self) -> bool {
+        self.refusal.is_none()
+    }
+}
+
+/// Runs a whole request: items grouped by partition, partitions in
+/// ascending id order. Returns one result per item and the queues where a
+/// lease ended (their waiting pops are woken).
+pub(crate) async fn run<T: ConsumeTx>(
+    tx: &mut T,
+    group: &str,
+    items: &[AckItem],
+    now: i64,
+) -> Result<(Vec<AckResult>, Vec<String>)> {
+    let mut by_partition: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        by_partition.entry(item.partition_id).or_default().push(i);
+    }
+    let mut results = vec![AckResult::default(); items.len()];
+    let mut woken = Vec::new();
+    for (partition_id, indexes) in by_partition {
+        if let Some(queue) =
+            partition(tx, group, partition_id, items, &indexes, now, &mut results).await?
+        {
+            woken.push(queue);
+        }
+    }
+    woken.sort();
+    woken.dedup();
+    Ok((results, woken))
+}
+
+/// How an item relates to the lease row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Names the live lease.
+    Leased,
+    /// Names the lease the row last held, no longer live.
+    Stale,
+    /// Names no lease.
+    Free,
+}
+
+/// Where a transaction id was found.
+#[derive(Debug, Default)]
+struct Found {
+    /// The highest offset below the cursor holding it.
+    below: Option<i64>,
+    /// The lowest offset at or after the cursor holding it, with the message.
+    pending: Option<(i64, i64, Record)>,
+}
+
+/// Applies the items of one partition. Returns the queue name when a lease ended.
+#[allow(clippy::too_many_arguments)]
+async fn partition<T: ConsumeTx>(
+    tx: &mut T,
+    group: &str,
+    partition_id: i64,
+    items: &[AckItem],
+    indexes: &[usize],
+    now: i64,
+    results: &mut [AckResult],
+) -> Result<Option<String>> {
+    let mut lease_row = None;
+    let mut read = tx.partition(partition_id, group).await?;
+    if read.is_some() {
+        // The lease row is the (partition, group) lock; unless writes are
+        // serialised anyway, the cursor is read again once it is held.
+        lease_row = Some(tx.lock_lease(partition_id, group).await?);
+        if !tx.serialized() {
+            read = tx.partition(partition_id, group).await?;
+        }
+    }
+    let (Some((part, stored)), Some(mut lease)) = (read, lease_row) else {
+        for &i in indexes {
+            results[i].refusal = Some(AckRefusal::NoPartition(partition_id));
+        }
+        return Ok(None);
+    };
+    for &i in indexes {
+        results[i].queue = Some(part.queue.clone());
+        results[i].partition = Some(part.partition.clone());
+    }
+    let cursor = stored.map_or(
+        CursorRow {
+            committed_offset: part.log_start,
+            retry_count: 0,
+        },
+        |c| CursorRow {
+            committed_offset: c.committed_offset.max(part.log_start),
+            retry_count: c.retry_count,
+        },
+    );
+    let c = cursor.committed_offset;
+    let live = lease.lease_id.is_some() && lease.expires_at > now;
+
+    let mut scopes = Vec::with_capacity(indexes.len());
+    for &i in indexes {
+        let scope = match items[i].lease_id.as_deref() {
+            Some(l) if lease.is_live(l, now) => Some(Scope::Leased),
+            Some(l) if lease.lease_id.as_deref() == Some(l) => Some(Scope::Stale),
+            Some(_) => None,
+            None => Some(Scope::Free),
+        };
+        if scope.is_none() {
+            results[i].refusal = Some(AckRefusal::InvalidLease);
+        }
+        scopes.push(scope);
+    }
+
+    // The stretch to search: the lease's span (live or last), and for acks
+    // without a lease a bounded stretch after the cursor.
+    let has_span = lease.span_end > lease.span_start;
+    let mut lo = if has_span { lease.span_start.min(c) } else { c };
+    let mut hi = if has_span { lease.span_end.max(c) } else { c };
+    if scopes.contains(&Some(Scope::Free)) {
+        // Below the cursor only to recognise recent repeats as no-ops.
+        lo = lo.min(c.saturating_sub(UNLEASED_ACK_BELOW));
+        hi = hi.max(c.saturating_add(UNLEASED_ACK_SPAN));
+    }
+    lo = lo.max(part.log_start);
+    hi = hi.min(part.next_offset);
+    let mut found: HashMap<&str, Found> = indexes
+        .iter()
+        .zip(&scopes)
+        .filter(|(_, s)| s.is_some())
+        .map(|(&i, _)| (items[i].transaction_id.as_str(), Found::default()))
+        .collect();
+    resolve(tx, partition_id, lo, hi, c, &mut found).await?;
+
+    // What each item means for the cursor.
+    enum Verdict {
+        Apply(i64),
+        Noop,
+    }
+    let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(indexes.len());
+    for (&i, scope) in indexes.iter().zip(&scopes) {
+        let Some(scope) = scope else {
+            verdicts.push(None);
+            continue;
+        };
+        let item = &items[i];
+        let f = found.get(item.transaction_id.as_str());
+        let pending = f.and_then(|f| f.pending.as_ref()).map(|(o, _, _)| *o);
+        let below = f.and_then(|f| f.below);
+        let completed = item.status == AckStatus::Completed;
+        let in_span = |o: i64| o >= lease.span_start && o < lease.span_end;
+        let verdict = match scope {
+            Scope::Leased => match (pending, below) {
+                (Some(o), _) if in_span(o) => Some(Verdict::Apply(o)),
+                (_, Some(o)) if completed && in_span(o) => Some(Verdict::Noop),
+                _ => None,
+            },
+            Scope::Stale => match below {
+                Some(o) if completed && in_span(o) => Some(Verdict::Noop),
+                _ => {
+                    results[i].refusal = Some(AckRefusal::InvalidLease);
+                    verdicts.push(None);
+                    continue;
+                }
+            },
+            Scope::Free => match (pending, below) {
+                (Some(o), _) => Some(Verdict::Apply(o)),
+                (None, Some(_)) if completed => Some(Verdict::Noop),
+                _ => None,
+            },
+        };
+        if verdict.is_none() {
+            results[i].refusal = Some(AckRefusal::Unresolvable);
+        }
+        if matches!(verdict, Some(Verdict::Noop)) {
+            results[i].noop = true;
+        }
+        verdicts.push(verdict);
+    }
+
+    // The lowest signal wins; at equal offsets the stronger one.
+    let mut signal: Option<(i64, AckStatus, usize)> = None;
+    for (&i, verdict) in indexes.iter().zip(&verdicts) {
+        if let (Some(Verdict::Apply(o)), status) = (verdict, items[i].status) {
+            if status == AckStatus::Completed {
+                continue;
+            }
+            let better = match signal {
+                None => true,
+                Some((so, ss, _)) => *o < so || (*o == so && status.strength() > ss.strength()),
+            };
+            if better {
+                signal = Some((*o, status, i));
+            }
+        }
+    }
+    let completed_max = indexes
+        .iter()
+        .zip(&verdicts)
+        .filter_map(|(&i, v)| match v {
+            Some(Verdict::Apply(o)) if items[i].status == AckStatus::Completed => Some(*o),
+            _ => None,
+        })
+        .filter(|o| signal.is_none_or(|(so, _, _)| *o < so))
+        .max();
+
+    let mut next = cursor;
+    if let Some(m) = completed_max {
+        if m + 1 > next.committed_offset {
+            next = CursorRow {
+                committed_offset: m + 1,
+                retry_count: 0,
+            };
+        }
+    }
+    let mut release = false;
+    if let Some((offset, status, i)) = signal {
+        let charged = if offset == c { cursor.retry_count } else { 0 };
+        let options = &part.options;
+        let mut file = false;
+        next.committed_offset = offset;
+        next.retry_count = charged;
+        match status {
+            AckStatus::Failed if charged >= options.retry_limit => {
+                file = options.dead_letter_queue || options.dlq_after_max_retries;
+                next.committed_offset = offset + 1;
+                next.retry_count = 0;
+            }
+            AckStatus::Failed => next.retry_count = charged + 1,
+            AckStatus::Retry | AckStatus::Completed => {}
+            AckStatus::Dlq => {
+                file = true;
+                next.committed_offset = offset + 1;
+                next.retry_count = 0;
+            }
+        }
+        if file {
+            let Some((_, created_at, record)) = found
+                .get(items[i].transaction_id.as_str())
+                .and_then(|f| f.pending.as_ref())
+            else {
+                return Err(crate::StorageError::Corrupt(
+                    "a resolved ack lost its message".into(),
+                ));
+            };
+            let mut bytes = Vec::new();
+            record.encode(&mut bytes);
+            let default_error = if status == AckStatus::Dlq {
+                "Dead-lettered by the consumer"
+            } else {
+                RETRIES_EXHAUSTED
+            };
+            tx.file_dead_letter(&NewDeadLetter {
+                queue_id: part.queue_id,
+                partition_id,
+                group,
+                offset,
+                transaction_id: items[i].transaction_id.clone(),
+                error: Some(items[i].error.as_deref().unwrap_or(default_error)),
+                retry_count: charged,
+                created_at: *created_at,
+                failed_at: now,
+                record: bytes,
+            })
+            .await?;
+            results[i].dlq = true;
+        }
+        release = live;
+    } else if live && next.committed_offset >= lease.span_end {
+        release = true;
+    }
+
+    if next != cursor || stored.is_none() {
+        tx.save_cursor(partition_id, group, next, now).await?;
+    }
+    if release {
+        lease = LeaseRow {
+            expires_at: 0,
+            ..lease
+        };
+        tx.save_lease(partition_id, group, &lease).await?;
+        for (&i, verdict) in indexes.iter().zip(&verdicts) {
+            if verdict.is_some() {
+                results[i].lease_released = true;
+            }
+        }
+        return Ok(Some(part.queue));
+    }
+    Ok(None)
+}
+
+/// Reads the segments of `[lo, hi)` until every wanted transaction id has
+/// an offset at or after the cursor `c` (or the stretch ends).
+async fn resolve<T: ConsumeTx>(
+    tx: &mut T,
+    partition_id: i64,
+    lo: i64,
+    hi: i64,
+    c: i64,
+    found: &mut HashMap<&str, Found>,
+) -> Result<()> {
+    let mut next = lo;
+    let mut unresolved = found.len();
+    let mut rows = 1;
+    while next < hi && unresolved > 0 {
+        let segments = tx.segments_from(partition_id, next, rows).await?;
+        rows = (rows * 2).min(MAX_SEGMENTS_PER_READ);
+        if segments.is_empty() {
+            break;
+        }
+        for segment in segments {
+            let base = segment.base_offset;
+            let created_at = segment.created_at;
+            let count = segment.count;
+            // Only the records of [next, hi) are decoded.
+            let skip = usize::try_from(next - base).unwrap_or(0);
+            let take = usize::try_from(hi - base).unwrap_or(0).saturating_sub(skip);
+            let records = decode_segment_range(
+                segment.format,
+                bytes::Bytes::from(segment.records),
+                count as usize,
+                skip,
+                take,
+            )?;
+            for (i, record) in records.into_iter().enumerate() {
+                let offset = base + (skip + i) as i64;
+                let txn = record.transaction_id();
+                if let Some(f) = found.get_mut(txn.as_str()) {
+                    if offset < c {
+                        f.below = Some(offset);
+                    } else if f.pending.is_none() {
+                        f.pending = Some((offset, created_at, record));
+                        unresolved -= 1;
+                    }
+                }
+            }
+            next = next.max(base + count);
+            if next >= hi || unresolved == 0 {
+                break;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,41 @@
+//! Where a group's cursor starts on a partition it has not consumed yet.
+//!
+//! Queue mode starts at the oldest stored message. A named group starts
+//! where its subscription (stored per queue at registration) says: `all`
+//! at the oldest stored message, `new` and `from` at the first message
+//! created at or after the subscription's start time. Registration seeds
+//! the existing partitions itself (see `register` in `sql`), so this only
+//! decides for partitions created later, or for a group whose
+//! subscription was deleted meanwhile (which then follows the request).
+
+use super::{ConsumeTx, PartitionState, SubscriptionMode, QUEUE_MODE_GROUP};
+use crate::error::Result;
+
+/// The committed offset (next to consume) a new cursor starts at.
+pub(crate) async fn seed<T: ConsumeTx>(
+    tx: &mut T,
+    part: &PartitionState,
+    partition_id: i64,
+    group: &str,
+    requested: SubscriptionMode,
+) -> Result<i64> {
+    if group == QUEUE_MODE_GROUP {
+        return Ok(part.log_start);
+    }
+    let start = match tx.subscription_start(part.queue_id, group).await? {
+        Some(start) => start,
+        None => match requested {
+            SubscriptionMode::All => None,
+            SubscriptionMode::New => return Ok(part.next_offset),
+            SubscriptionMode::From(at) => Some(at),
+        },
+    };
+    match start {
+        None => Ok(part.log_start),
+        Some(at) => Ok(tx
+            .first_offset_at(partition_id, at)
+            .await?
+            .unwrap_or(part.next_offset)
+            .max(part.log_start)),
+    }
+}

@@ -1,0 +1,400 @@
+//! What the admin endpoints read and change: positions of consumer groups,
+//! their subscriptions, seeks and deletions, queue depth, and the state of
+//! one message.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::dlq::dead_letter;
+use super::validate_group;
+use crate::append::txn_hash;
+use crate::error::Result;
+use crate::model::QueueInfo;
+use crate::record::{decode_segment, Record};
+use crate::Engine;
+
+/// How many segments a message lookup reads, newest first, when the dedup
+/// sidecar cannot point at the message: the lookup is bounded.
+const LOOKUP_SEGMENTS: i64 = 1024;
+
+/// The position of a group on a partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupPosition {
+    /// The consumer group.
+    pub group: String,
+    /// The queue.
+    pub queue: String,
+    /// The partition name.
+    pub partition: String,
+    /// The partition id.
+    pub partition_id: i64,
+    /// The next offset the group consumes (Kafka's committed offset).
+    pub committed_offset: i64,
+    /// The partition's next offset (high watermark).
+    pub next_offset: i64,
+    /// The partition's first stored offset.
+    pub log_start: i64,
+    /// `failed` acks charged against the message at the position.
+    pub retry_count: i64,
+    /// When the position last changed (ms).
+    pub updated_at_ms: i64,
+    /// When the group's live lease on the partition expires, if one is live.
+    pub lease_expires_at_ms: Option<i64>,
+    /// One past the last offset delivered under the live lease (the
+    /// position when none is live).
+    pub leased_to: i64,
+    /// When the oldest message not yet consumed by the group was stored.
+    pub oldest_pending_at_ms: Option<i64>,
+}
+
+impl GroupPosition {
+    /// Messages stored after the position.
+    pub fn lag(&self) -> i64 {
+        (self.next_offset - self.committed_offset.max(self.log_start)).max(0)
+    }
+
+    /// Messages delivered under the live lease and not yet acknowledged.
+    pub fn processing(&self) -> i64 {
+        (self.leased_to - self.committed_offset.max(self.log_start)).max(0)
+    }
+}
+
+/// Where a named group started on a queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscription {
+    /// The consumer group.
+    pub group: String,
+    /// The queue.
+    pub queue: String,
+    /// `all`, `new` or `from`.
+    pub mode: String,
+    /// Messages created at or after this time are delivered (ms); `None`: all.
+    pub start_at_ms: Option<i64>,
+    /// When the group first met the queue (ms).
+    pub created_at_ms: i64,
+}
+
+/// The message counts of a partition, for one group or for the slowest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionDepth {
+    /// The partition id.
+    pub partition_id: i64,
+    /// Messages stored.
+    pub total: i64,
+    /// Stored, not yet delivered (or delivered under a lease that ended).
+    pub pending: i64,
+    /// Delivered under a live lease, not yet acknowledged.
+    pub processing: i64,
+    /// Consumed (below the position).
+    pub completed: i64,
+    /// 1 when the message at the position failed and waits for its retry.
+    pub failed: i64,
+    /// Dead letters filed from this partition.
+    pub dead_letter: i64,
+}
+
+/// Where a message stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageState {
+    /// Not yet consumed.
+    Pending,
+    /// Delivered under a live lease.
+    Processing,
+    /// Consumed.
+    Completed,
+    /// Filed as a dead letter.
+    DeadLetter,
+}
+
+/// One message with its state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageView {
+    /// The queue.
+    pub queue: String,
+    /// The partition name.
+    pub partition: String,
+    /// Its offset.
+    pub offset: i64,
+    /// When it was stored (ms).
+    pub created_at_ms: i64,
+    /// The message.
+    pub record: Record,
+    /// Its state, for the slowest group (or a dead letter of any group).
+    pub state: MessageState,
+    /// The dead letter's error text.
+    pub error_message: Option<String>,
+    /// `failed` acks charged against it.
+    pub retry_count: i64,
+    /// When the lease it is processed under expires.
+    pub lease_expires_at_ms: Option<i64>,
+}
+
+impl Engine {
+    /// Every stored position, optionally of one group and one queue.
+    pub async fn consumer_positions(
+        &self,
+        group: Option<&str>,
+        queue: Option<&str>,
+    ) -> Result<Vec<GroupPosition>> {
+        let now = self.inner.clock.now_ms();
+        self.inner.store.positions(group, queue, now).await
+    }
+
+    /// Every stored subscription, optionally of one group.
+    pub async fn subscriptions(&self, group: Option<&str>) -> Result<Vec<Subscription>> {
+        self.inner.store.subscriptions(group).await
+    }
+
+    /// Deletes a group's positions and leases on one queue or everywhere;
+    /// with `metadata` also its subscriptions (it registers afresh on its
+    /// next pop). Returns how many positions were deleted.
+    pub async fn delete_consumer_group(
+        &self,
+        group: &str,
+        queue: Option<&str>,
+        metadata: bool,
+    ) -> Result<u64> {
+        validate_group(group)?;
+        let deleted = self
+            .inner
+            .store
+            .delete_group(group, queue, metadata)
+            .await?;
+        if metadata {
+            self.inner.consume.registered().retain(|(_, g)| g != group);
+        }
+        Ok(deleted)
+    }
+
+    /// Moves a group on every partition of a queue to the end (`at` =
+    /// `None`) or to the first message created at or after `at` (ms), and
+    /// ends its leases there. `None` when the queue does not exist.
+    pub async fn seek(&self, group: &str, queue: &str, at: Option<i64>) -> Result<Option<u64>> {
+        validate_group(group)?;
+        let now = self.inner.clock.now_ms();
+        let updated = self.inner.store.seek(group, queue, at, now).await?;
+        if updated.is_some() {
+            self.announce(queue);
+        }
+        Ok(updated)
+    }
+
+    /// Rewrites the start time of a group's subscriptions (partitions it
+    /// has not touched yet start there). Returns how many were rewritten.
+    pub async fn set_subscription_start(&self, group: &str, at_ms: i64) -> Result<u64> {
+        validate_group(group)?;
+        self.inner.store.set_subscription_start(group, at_ms).await
+    }
+
+    /// The depth of every partition of a queue, for `group` or (without one)
+    /// for the slowest group. `None` when the queue does not exist.
+    pub async fn depth(
+        &self,
+        queue: &str,
+        group: Option<&str>,
+    ) -> Result<Option<(QueueInfo, Vec<PartitionDepth>)>> {
+        let Some(info) = self.queue(queue).await? else {
+            return Ok(None);
+        };
+        let now = self.inner.clock.now_ms();
+        let positions = self.inner.store.positions(group, Some(queue), now).await?;
+        let dead: HashMap<i64, i64> = self
+            .inner
+            .store
+            .dead_letter_counts(info.id, group)
+            .await?
+            .into_iter()
+            .collect();
+        let groups: BTreeSet<&str> = match group {
+            Some(g) => BTreeSet::from([g]),
+            None => positions.iter().map(|p| p.group.as_str()).collect(),
+        };
+        let depths = info
+            .partitions
+            .iter()
+            .map(|p| {
+                let slowest = slowest(&positions, &groups, p.id);
+                let total = (p.next_offset - p.log_start).max(0);
+                let (committed, processing, failed) = match slowest {
+                    Some(pos) => (
+                        pos.committed_offset.clamp(p.log_start, p.next_offset),
+                        pos.processing(),
+                        i64::from(pos.retry_count > 0),
+                    ),
+                    None => (p.log_start, 0, 0),
+                };
+                PartitionDepth {
+                    partition_id: p.id,
+                    total,
+                    completed: committed - p.log_start,
+                    processing,
+                    pending: (p.next_offset - committed - processing).max(0),
+                    failed,
+                    dead_letter: dead.get(&p.id).copied().unwrap_or(0),
+                }
+            })
+            .collect();
+        Ok(Some((info, depths)))
+    }
+
+    /// A message of a partition by transaction id, with its state. Found
+    /// through the dead letters, the dedup sidecar, or a bounded read of
+    /// the partition's newest segments.
+    pub async fn message(
+        &self,
+        partition_id: i64,
+        transaction_id: &str,
+    ) -> Result<Option<MessageView>> {
+        let store = &self.inner.store;
+        let Some((queue, partition, log_start, next_offset)) =
+            store.partition_ref(partition_id).await?
+        else {
+            return Ok(None);
+        };
+        if let Some(row) = store
+            .dead_letters_of(partition_id, transaction_id)
+            .await?
+            .into_iter()
+            .next()
+        {
+            let letter = dead_letter(row)?;
+            return Ok(Some(MessageView {
+                queue,
+                partition,
+                offset: letter.offset,
+                created_at_ms: letter.created_at_ms,
+                record: letter.record,
+                state: MessageState::DeadLetter,
+                error_message: letter.error_message,
+                retry_count: letter.retry_count,
+                lease_expires_at_ms: None,
+            }));
+        }
+        let Some((offset, created_at_ms, record)) =
+            self.find(partition_id, transaction_id, next_offset).await?
+        else {
+            return Ok(None);
+        };
+        let now = self.inner.clock.now_ms();
+        let positions = store.positions(None, Some(&queue), now).await?;
+        let groups: BTreeSet<&str> = positions.iter().map(|p| p.group.as_str()).collect();
+        let slowest = slowest(&positions, &groups, partition_id);
+        let (state, retry_count, lease) = match slowest {
+            Some(p) if offset < p.committed_offset.max(log_start) => {
+                (MessageState::Completed, 0, None)
+            }
+            Some(p) if offset < p.leased_to && p.lease_expires_at_ms.is_some() => (
+                MessageState::Processing,
+                if offset == p.committed_offset {
+                    p.retry_count
+                } else {
+                    0
+                },
+                p.lease_expires_at_ms,
+            ),
+            Some(p) => (
+                MessageState::Pending,
+                if offset == p.committed_offset {
+                    p.retry_count
+                } else {
+                    0
+                },
+                None,
+            ),
+            None => (MessageState::Pending, 0, None),
+        };
+        Ok(Some(MessageView {
+            queue,
+            partition,
+            offset,
+            created_at_ms,
+            record,
+            state,
+            error_message: None,
+            retry_count,
+            lease_expires_at_ms: lease,
+        }))
+    }
+
+    /// The newest stored message of the partition with this transaction id.
+    async fn find(
+        &self,
+        partition_id: i64,
+        transaction_id: &str,
+        next_offset: i64,
+    ) -> Result<Option<(i64, i64, Record)>> {
+        let store = &self.inner.store;
+        let mut candidates = store
+            .hash_candidates(partition_id, txn_hash(transaction_id))
+            .await?;
+        candidates.sort_unstable_by(|a, b| b.cmp(a));
+        for offset in candidates {
+            if let Some(segment) = store.segment_holding(partition_id, offset).await? {
+                let base = segment.base_offset;
+                let created = segment.created_at;
+                let records = decode_segment(
+                    segment.format,
+                    bytes::Bytes::from(segment.records),
+                    segment.count as usize,
+                )?;
+                if let Some(r) = usize::try_from(offset - base)
+                    .ok()
+                    .and_then(|i| records.into_iter().nth(i))
+                {
+                    if r.transaction_id() == transaction_id {
+                        return Ok(Some((offset, created, r)));
+                    }
+                }
+            }
+        }
+        let mut before = next_offset;
+        let mut read = 0;
+        while read < LOOKUP_SEGMENTS {
+            let segments = store.segments_before(partition_id, before, 64).await?;
+            if segments.is_empty() {
+                break;
+            }
+            for segment in segments {
+                read += 1;
+                before = segment.base_offset;
+                let base = segment.base_offset;
+                let created = segment.created_at;
+                let records = decode_segment(
+                    segment.format,
+                    bytes::Bytes::from(segment.records),
+                    segment.count as usize,
+                )?;
+                if let Some((i, r)) = records
+                    .into_iter()
+                    .enumerate()
+                    .rev()
+                    .find(|(_, r)| r.transaction_id() == transaction_id)
+                {
+                    return Ok(Some((base + i as i64, created, r)));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The position of the slowest of `groups` on the partition; a group
+/// without a position there has not started, which counts as slowest.
+fn slowest<'a>(
+    positions: &'a [GroupPosition],
+    groups: &BTreeSet<&str>,
+    partition_id: i64,
+) -> Option<&'a GroupPosition> {
+    let here: Vec<&GroupPosition> = positions
+        .iter()
+        .filter(|p| p.partition_id == partition_id && groups.contains(p.group.as_str()))
+        .collect();
+    if here.len() < groups.len() {
+        return None;
+    }
+    here.into_iter().min_by_key(|p| {
+        (
+            p.committed_offset.max(p.log_start),
+            p.lease_expires_at_ms.is_none(),
+        )
+    })
+}
