@@ -360,7 +360,7 @@ async fn bad_acks_and_pops_are_refused(api: &Api) {
 async fn failed_acks_end_in_the_dlq_listing(api: &Api) {
     api.post(
         "/api/v1/configure",
-        json!({"queue": "risky", "options": {"retryLimit": 1}}),
+        json!({"queue": "risky", "options": {"retryLimit": 1, "retryDelay": 0}}),
     )
     .await;
     api.push("risky", "Default", &["job-1"]).await;

@@ -322,6 +322,9 @@ async fn partition<T: ConsumeTx>(
         }
     }
     let mut release = false;
+    // After a charged failure the partition rests for the queue's retryDelay
+    // before the group can claim it again.
+    let mut rest_until = 0;
     if let Some((offset, status, i)) = signal {
         let charged = if offset == c { cursor.retry_count } else { 0 };
         let options = &part.options;
@@ -334,7 +337,10 @@ async fn partition<T: ConsumeTx>(
                 next.committed_offset = offset + 1;
                 next.retry_count = 0;
             }
-            AckStatus::Failed => next.retry_count = charged + 1,
+            AckStatus::Failed => {
+                next.retry_count = charged + 1;
+                rest_until = now.saturating_add(options.retry_delay.max(0));
+            }
             AckStatus::Retry | AckStatus::Completed => {}
             AckStatus::Dlq => {
                 file = true;
@@ -382,9 +388,18 @@ async fn partition<T: ConsumeTx>(
         tx.save_cursor(partition_id, group, next, now).await?;
     }
     if release {
-        lease = LeaseRow {
-            expires_at: 0,
-            ..lease
+        lease = if rest_until > now {
+            // Nobody holds it while it rests: no ack or extend can match it.
+            LeaseRow {
+                lease_id: None,
+                expires_at: rest_until,
+                ..lease
+            }
+        } else {
+            LeaseRow {
+                expires_at: 0,
+                ..lease
+            }
         };
         tx.save_lease(partition_id, group, &lease).await?;
         for (&i, verdict) in indexes.iter().zip(&verdicts) {

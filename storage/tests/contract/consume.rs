@@ -231,12 +231,25 @@ pub async fn failed_acks_retry_then_dead_letter(db: &Db) {
         "q",
         QueueOptions {
             retry_limit: 2,
+            retry_delay: 1500,
             ..QueueOptions::default()
         },
     )
     .await;
     push_n(&engine, "q", "p", 0, 3).await;
     for attempt in 1..=3 {
+        if attempt > 1 {
+            // A failed partition rests for retryDelay before it is redelivered.
+            db.clock.advance_ms(1499);
+            assert!(
+                pop(&engine, "q", QUEUE_MODE_GROUP, 10)
+                    .await
+                    .messages
+                    .is_empty(),
+                "still resting"
+            );
+            db.clock.advance_ms(1);
+        }
         let held = pop(&engine, "q", QUEUE_MODE_GROUP, 10).await;
         assert_eq!(txns(&held), names(0..3), "attempt {attempt}");
         assert_eq!(held.messages[0].delivery_attempt, attempt);
