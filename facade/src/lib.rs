@@ -9,6 +9,8 @@
 //!   answered in order.
 //! - `handlers/`: dispatch (header, version check, codec) and one file per
 //!   API; `versions`: the single table of implemented APIs and versions.
+//! - `guard`: a schema walk that refuses impossible counts before the codec
+//!   allocates for them.
 //! - `records`: record batches in (CRC, decompression within a budget) and
 //!   out; `broker`: this broker's identity, registry heartbeat and the
 //!   name-to-partition cache; `error`: storage errors as Kafka codes.
@@ -21,6 +23,7 @@
 mod broker;
 pub mod conn;
 mod error;
+mod guard;
 pub mod handlers;
 pub mod records;
 pub mod versions;

@@ -79,6 +79,9 @@ pub fn parse(mut frame: Bytes) -> Result<Parsed, ConnError> {
             version,
         });
     }
+    // The codec trusts counts from the wire when it allocates; check them first.
+    crate::guard::check(api, version, &frame)
+        .map_err(|e| ConnError::Malformed(format!("{api:?} v{version}: {e}")))?;
     let body = RequestKind::decode(api, &mut frame, version)
         .map_err(|e| ConnError::Malformed(e.to_string()))?;
     Ok(Parsed {
