@@ -483,6 +483,78 @@ async fn http_and_kafka_share_queues_and_offsets(broker: &Broker) {
     )
     .await;
     assert_eq!(offset, 2, "one offset sequence for both front doors");
+    let headers = OwnedHeaders::new()
+        .insert(Header {
+            key: "h",
+            value: Some(&b"text"[..]),
+        })
+        .insert(Header {
+            key: "h",
+            value: Some(&[0xff, 0xfe][..]),
+        })
+        .insert(Header::<&[u8]> {
+            key: "n",
+            value: None,
+        });
+    let (_, offset) = produce(
+        &p,
+        FutureRecord::to("shared")
+            .key(&b"customer-7"[..])
+            .payload(&b"{\"ok\":true}"[..])
+            .headers(headers)
+            .timestamp(1_700_000_000_000),
+    )
+    .await;
+    assert_eq!(offset, 3);
+    produce(
+        &p,
+        FutureRecord::<[u8], [u8]>::to("shared").key(&[0x00, 0xff][..]),
+    )
+    .await;
+
+    // Records produced over Kafka pop over HTTP, at their offsets, with the documented encodings.
+    let popped: Value = client
+        .get(format!(
+            "{}/api/v1/pop/queue/shared?batch=10&wait=false&consumerGroup=interop",
+            broker.http
+        ))
+        .send()
+        .await
+        .expect("pop")
+        .json()
+        .await
+        .expect("json");
+    let messages = popped["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 5, "{popped}");
+    assert_eq!(messages[0]["data"], json!({"note": "é", "order": 1}));
+    assert_eq!(messages[0]["transactionId"], "order-1");
+    let binary = &messages[2];
+    assert_eq!(binary["offset"], 2);
+    assert_eq!(binary["dataEncoding"], "base64");
+    assert_eq!(
+        binary["data"], "ZnJvbSBrYWZrYQ==",
+        "base64 of the value bytes"
+    );
+    assert_eq!(
+        binary["transactionId"], binary["id"],
+        "a minted transaction id is the message id"
+    );
+    let keyed = &messages[3];
+    assert_eq!(keyed["data"], json!({"ok": true}), "a JSON value is parsed");
+    assert_eq!(keyed["key"], "customer-7");
+    assert_eq!(keyed["timestamp"], 1_700_000_000_000i64);
+    assert_eq!(
+        keyed["headers"],
+        json!([
+            {"key": "h", "value": "text"},
+            {"key": "h", "value": "//4=", "encoding": "base64"},
+            {"key": "n", "value": null},
+        ])
+    );
+    let tombstone = &messages[4];
+    assert_eq!(tombstone["data"], Value::Null);
+    assert_eq!(tombstone["key"], "AP8=");
+    assert_eq!(tombstone["keyEncoding"], "base64");
     let q: Value = reqwest::get(format!("{}/api/v1/resources/queues/shared", broker.http))
         .await
         .expect("get")
@@ -493,7 +565,7 @@ async fn http_and_kafka_share_queues_and_offsets(broker: &Broker) {
         q["options"]["dedupWindowSeconds"], 600,
         "an existing queue keeps its options"
     );
-    assert_eq!(q["totals"]["total"], 3);
+    assert_eq!(q["totals"]["total"], 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
