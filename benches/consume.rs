@@ -11,12 +11,15 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use common::{fresh_db, peak_rss_mib, Flags};
 use serde::Deserialize;
-use support::{Broker, TestDb};
+use support::Broker;
 
 struct Args {
     backends: Vec<String>,
@@ -27,26 +30,19 @@ struct Args {
 }
 
 fn args() -> Args {
-    let mut args = Args {
-        backends: vec!["sqlite".into(), "postgres".into()],
-        batches: vec![100, 1000],
-        messages: 200_000,
-        consumers: 8,
-        partitions: 16,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().unwrap_or_default();
-        match flag.as_str() {
-            "--backend" => args.backends = vec![value()],
-            "--batch" => args.batches = vec![value().parse().unwrap_or(100)],
-            "--messages" => args.messages = value().parse().unwrap_or(args.messages),
-            "--consumers" => args.consumers = value().parse().unwrap_or(args.consumers),
-            "--partitions" => args.partitions = value().parse().unwrap_or(args.partitions),
-            _ => {} // `cargo bench` passes `--bench`.
-        }
+    let flags = Flags::parse();
+    let batch: usize = flags.get("batch", 0);
+    Args {
+        backends: flags.backends(),
+        batches: if batch > 0 {
+            vec![batch]
+        } else {
+            vec![100, 1000]
+        },
+        messages: flags.get("messages", 200_000),
+        consumers: flags.get("consumers", 8),
+        partitions: flags.get("partitions", 16),
     }
-    args
 }
 
 /// Only what a consumer needs from a pop answer.
@@ -113,10 +109,7 @@ async fn preload(broker: &Broker, args: &Args) {
 }
 
 async fn scenario(backend: &str, batch: usize, args: &Args) {
-    let db = match backend {
-        "postgres" => TestDb::postgres().await,
-        _ => TestDb::sqlite(),
-    };
+    let db = fresh_db(backend).await;
     let broker = Broker::start(&db.url, &[]);
     preload(&broker, args).await;
     let total = args.messages.div_ceil(1000) * 1000;
@@ -169,10 +162,11 @@ async fn scenario(backend: &str, batch: usize, args: &Args) {
     let done = consumed.load(Ordering::Relaxed);
     assert_eq!(done, total, "every preloaded message was consumed once");
     println!(
-        "{backend:8} batch {batch:5}, {} consumers, {} partitions: {done} messages popped and acked in {elapsed:6.2} s = {:8.0} msg/s",
+        "{backend:8} batch {batch:5}, {} consumers, {} partitions: {done} messages popped and acked in {elapsed:6.2} s = {:8.0} msg/s, peak RSS {:5.1} MiB",
         args.consumers,
         args.partitions,
-        done as f64 / elapsed
+        done as f64 / elapsed,
+        peak_rss_mib(broker.child.id()),
     );
     drop(broker);
     db.drop_db().await;

@@ -10,13 +10,16 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{fresh_db, peak_rss_mib, Flags};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Message, Offset, TopicPartitionList};
-use support::{Broker, TestDb};
+use support::Broker;
 
 struct Args {
     backends: Vec<String>,
@@ -24,32 +27,11 @@ struct Args {
 }
 
 fn args() -> Args {
-    let mut args = Args {
-        backends: vec!["sqlite".into(), "postgres".into()],
-        records: 1_000_000,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().unwrap_or_default();
-        match flag.as_str() {
-            "--backend" => args.backends = vec![value()],
-            "--records" => args.records = value().parse().unwrap_or(args.records),
-            _ => {}
-        }
+    let flags = Flags::parse();
+    Args {
+        backends: flags.backends(),
+        records: flags.get("records", 1_000_000),
     }
-    args
-}
-
-fn peak_rss_mib(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kib| kib / 1024.0)
 }
 
 fn client(broker: &Broker) -> ClientConfig {
@@ -187,11 +169,7 @@ async fn main() {
     for backend in args.backends.clone() {
         for partitions in [1, 8] {
             let backend = backend.clone();
-            let db = if backend == "postgres" {
-                TestDb::postgres().await
-            } else {
-                TestDb::sqlite()
-            };
+            let db = fresh_db(&backend).await;
             let broker = Broker::start(&db.url, &["--default-partitions", &partitions.to_string()]);
             let topic = "bench";
             let n = args.records;

@@ -10,10 +10,13 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+mod common;
+
 use std::time::Instant;
 
 use bytes::Bytes;
-use support::{Broker, TestDb};
+use common::{fresh_db, peak_rss_mib, Flags};
+use support::Broker;
 
 struct Args {
     backends: Vec<String>,
@@ -22,22 +25,12 @@ struct Args {
 }
 
 fn args() -> Args {
-    let mut args = Args {
-        backends: vec!["sqlite".into(), "postgres".into()],
-        messages: 200_000,
-        clients: 8,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().unwrap_or_default();
-        match flag.as_str() {
-            "--backend" => args.backends = vec![value()],
-            "--messages" => args.messages = value().parse().unwrap_or(args.messages),
-            "--clients" => args.clients = value().parse().unwrap_or(args.clients),
-            _ => {} // `cargo bench` passes `--bench`.
-        }
+    let flags = Flags::parse();
+    Args {
+        backends: flags.backends(),
+        messages: flags.get("messages", 200_000),
+        clients: flags.get("clients", 8),
     }
-    args
 }
 
 /// One request body of `per_request` messages of about 200 bytes each, every
@@ -63,23 +56,8 @@ fn request_body(queue: &str, partition: &str, request: usize, per_request: usize
     Bytes::from(serde_json::json!({ "items": items }).to_string())
 }
 
-fn peak_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 async fn scenario(backend: &str, window: i64, partitions: usize, args: &Args) {
-    let db = match backend {
-        "postgres" => TestDb::postgres().await,
-        _ => TestDb::sqlite(),
-    };
+    let db = fresh_db(backend).await;
     let broker = Broker::start(&db.url, &[]);
     let client = reqwest::Client::new();
     let queue = "bench";
@@ -125,12 +103,12 @@ async fn scenario(backend: &str, window: i64, partitions: usize, args: &Args) {
     tasks.join_all().await;
     let elapsed = started.elapsed().as_secs_f64();
     let total = requests * per_request;
-    let rss = peak_rss_kib(broker.child.id());
+    let rss = peak_rss_mib(broker.child.id());
     println!(
         "{backend:8} dedup {:3} partitions {partitions:2}: {total} messages in {elapsed:6.2} s = {:8.0} msg/s, peak RSS {:5.1} MiB",
         if window > 0 { "on" } else { "off" },
         total as f64 / elapsed,
-        rss as f64 / 1024.0
+        rss
     );
     drop(broker);
     db.drop_db().await;

@@ -1,0 +1,66 @@
+//! What the bench binaries share: their flags, a fresh database per
+//! backend, and the broker's peak resident memory.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use crate::support::TestDb;
+
+/// `--name value` pairs from the command line (`cargo bench` adds `--bench`,
+/// which takes no value and is ignored).
+pub struct Flags(HashMap<String, String>);
+
+impl Flags {
+    /// Reads the process arguments.
+    pub fn parse() -> Self {
+        let mut flags = HashMap::new();
+        let mut it = std::env::args().skip(1).peekable();
+        while let Some(flag) = it.next() {
+            let Some(name) = flag.strip_prefix("--") else {
+                continue;
+            };
+            if let Some(value) = it.next_if(|v| !v.starts_with("--")) {
+                flags.insert(name.to_owned(), value);
+            }
+        }
+        Self(flags)
+    }
+
+    /// The value of `--name`, or `default` when absent or unparsable.
+    pub fn get<T: FromStr>(&self, name: &str, default: T) -> T {
+        self.0
+            .get(name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
+    /// The backends to run: `--backend sqlite|postgres`, or both.
+    pub fn backends(&self) -> Vec<String> {
+        match self.0.get("backend") {
+            Some(b) => vec![b.clone()],
+            None => vec!["sqlite".into(), "postgres".into()],
+        }
+    }
+}
+
+/// A fresh database of `backend`.
+pub async fn fresh_db(backend: &str) -> TestDb {
+    if backend == "postgres" {
+        TestDb::postgres().await
+    } else {
+        TestDb::sqlite()
+    }
+}
+
+/// The peak resident memory (VmHWM) of process `pid`, in MiB.
+pub fn peak_rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
