@@ -3,62 +3,10 @@
 
 mod support;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
-use http_body_util::BodyExt;
-use queen::http::{router, AppState};
+use axum::http::StatusCode;
 use serde_json::{json, Value};
-use storage::Engine;
+use support::router::Api;
 use support::TestDb;
-use tower::ServiceExt;
-
-struct Api {
-    state: AppState,
-}
-
-impl Api {
-    async fn new(db: &TestDb) -> Self {
-        let engine = Engine::connect(&db.url).await.expect("engine");
-        Self {
-            state: AppState {
-                engine,
-                max_body_bytes: 1024 * 1024,
-                default_subscription: storage::SubscriptionMode::All,
-            },
-        }
-    }
-
-    async fn call(&self, method: &str, uri: &str, body: Option<Vec<u8>>) -> (StatusCode, Value) {
-        let body = body.map_or_else(Body::empty, Body::from);
-        let request = Request::builder()
-            .method(method)
-            .uri(uri)
-            .body(body)
-            .expect("request");
-        let response = router(self.state.clone())
-            .oneshot(request)
-            .await
-            .expect("response");
-        let status = response.status();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        let value = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).expect("JSON answer")
-        };
-        (status, value)
-    }
-
-    async fn post(&self, uri: &str, body: Value) -> (StatusCode, Value) {
-        self.call("POST", uri, Some(body.to_string().into_bytes()))
-            .await
-    }
-}
 
 macro_rules! both_backends {
     ($($name:ident),* $(,)?) => {

@@ -6,66 +6,14 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use bytes::Bytes;
-use http_body_util::BodyExt;
-use queen::http::{router, AppState};
 use serde_json::{json, Value};
-use storage::{Content, Engine, Header, KafkaRecord, PushItem, Record, SubscriptionMode};
+use storage::{Content, Header, KafkaRecord, PushItem, Record};
+use support::router::Api;
 use support::TestDb;
-use tower::ServiceExt;
-
-struct Api {
-    state: AppState,
-}
 
 impl Api {
-    async fn new(db: &TestDb) -> Self {
-        let engine = Engine::connect(&db.url).await.expect("engine");
-        Self {
-            state: AppState {
-                engine,
-                max_body_bytes: 1024 * 1024,
-                default_subscription: SubscriptionMode::All,
-            },
-        }
-    }
-
-    async fn call(&self, method: &str, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
-        let request = Request::builder()
-            .method(method)
-            .uri(uri)
-            .body(body)
-            .expect("request");
-        let response = router(self.state.clone())
-            .oneshot(request)
-            .await
-            .expect("response");
-        let status = response.status();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        let value = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).expect("JSON answer")
-        };
-        (status, value)
-    }
-
-    async fn get(&self, uri: &str) -> (StatusCode, Value) {
-        self.call("GET", uri, None).await
-    }
-
-    async fn post(&self, uri: &str, body: Value) -> (StatusCode, Value) {
-        self.call("POST", uri, Some(body)).await
-    }
-
     async fn push(&self, queue: &str, partition: &str, txns: &[&str]) {
         let items: Vec<Value> = txns
             .iter()
