@@ -11,6 +11,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres};
 
 use crate::error::Result;
+use crate::sql::producer_statements;
 use crate::sql::{
     broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
 };
@@ -54,3 +55,4 @@ impl PgStore {
 catalog_statements!(PgStore, "FOR UPDATE");
 log_statements!(PgStore);
 broker_statements!(PgStore);
+producer_statements!(PgStore);

@@ -11,6 +11,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool};
 
 use crate::error::Result;
+use crate::sql::producer_statements;
 use crate::sql::{
     broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
 };
@@ -77,3 +78,4 @@ impl SqliteStore {
 catalog_statements!(SqliteStore, "");
 log_statements!(SqliteStore);
 broker_statements!(SqliteStore);
+producer_statements!(SqliteStore);
