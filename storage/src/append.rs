@@ -10,6 +10,7 @@
 //! the lock, no other writer (on this broker or another) can slip a
 //! colliding id in between.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use bytes::Bytes;
@@ -171,9 +172,8 @@ pub(crate) async fn append<T: AppendTx>(
             .filter(|(_, j)| j.partition_id == head.id)
         {
             if let Some(batch) = &job.producer {
-                if !producers.contains_key(&batch.producer_id) {
-                    let state = tx.producer_state(head.id, batch.producer_id).await?;
-                    producers.insert(batch.producer_id, state);
+                if let Entry::Vacant(slot) = producers.entry(batch.producer_id) {
+                    slot.insert(tx.producer_state(head.id, batch.producer_id).await?);
                 }
                 let state = producers.get(&batch.producer_id).and_then(Option::as_ref);
                 match producers::judge(state, batch, job.records.len()) {
