@@ -196,6 +196,54 @@ const DESCRIBE_PRODUCERS: &[Field] = &[Field(
     ALL,
 )];
 
+const FIND_COORDINATOR: &[Field] = &[
+    Field(Str, 0, 3),    // key
+    Field(I8, 1, ALL),   // key_type
+    Field(Strs, 4, ALL), // coordinator_keys
+];
+
+const OFFSET_COMMIT: &[Field] = &[
+    Field(Str, 0, ALL), // group_id
+    Field(I32, 1, ALL), // generation_id_or_member_epoch
+    Field(Str, 1, ALL), // member_id
+    Field(Str, 7, ALL), // group_instance_id
+    Field(I64, 2, 4),   // retention_time_ms
+    Field(
+        Array(&[
+            Field(Str, 0, ALL),
+            Field(
+                Array(&[
+                    Field(I32, 0, ALL), // partition_index
+                    Field(I64, 0, ALL), // committed_offset
+                    Field(I32, 6, ALL), // committed_leader_epoch
+                    Field(I64, 1, 1),   // commit_timestamp
+                    Field(Str, 0, ALL), // committed_metadata
+                ]),
+                0,
+                ALL,
+            ),
+        ]),
+        0,
+        ALL,
+    ),
+];
+
+const OFFSET_FETCH: &[Field] = &[
+    Field(Str, 0, 7), // group_id
+    Field(Array(&[Field(Str, 0, ALL), Field(Ints, 0, ALL)]), 0, 7),
+    Field(
+        Array(&[
+            Field(Str, 8, ALL), // group_id
+            Field(Str, 9, ALL), // member_id
+            Field(I32, 9, ALL), // member_epoch
+            Field(Array(&[Field(Str, 8, ALL), Field(Ints, 8, ALL)]), 8, ALL),
+        ]),
+        8,
+        ALL,
+    ),
+    Field(Bool, 7, ALL), // require_stable
+];
+
 /// The schema of a request body and the first flexible version of its API.
 fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
     Some(match api {
@@ -212,6 +260,9 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::OffsetForLeaderEpoch => (OFFSET_FOR_LEADER_EPOCH, 4),
         ApiKey::InitProducerId => (INIT_PRODUCER_ID, 2),
         ApiKey::DescribeProducers => (DESCRIBE_PRODUCERS, 0),
+        ApiKey::FindCoordinator => (FIND_COORDINATOR, 3),
+        ApiKey::OffsetCommit => (OFFSET_COMMIT, 8),
+        ApiKey::OffsetFetch => (OFFSET_FETCH, 6),
         _ => return None,
     })
 }
@@ -498,6 +549,53 @@ mod tests {
                 DescribeProducersRequest::default()
                     .with_topics(two(t))
                     .encode(&mut buf, version)
+            }
+            ApiKey::FindCoordinator => {
+                let mut r = FindCoordinatorRequest::default();
+                if version >= 4 {
+                    r.coordinator_keys = vec![name("g1"), name("g2")];
+                } else {
+                    r.key = name("g");
+                }
+                r.encode(&mut buf, version)
+            }
+            ApiKey::OffsetCommit => {
+                use offset_commit_request::*;
+                let p = OffsetCommitRequestPartition::default()
+                    .with_committed_metadata(Some(name("m")));
+                let t = OffsetCommitRequestTopic::default()
+                    .with_name(topic.clone())
+                    .with_partitions(two(p));
+                let mut r = OffsetCommitRequest::default()
+                    .with_group_id(GroupId(name("g")))
+                    .with_topics(two(t));
+                if version >= 7 {
+                    r.group_instance_id = Some(name("i"));
+                }
+                r.encode(&mut buf, version)
+            }
+            ApiKey::OffsetFetch => {
+                use offset_fetch_request::*;
+                let mut r = OffsetFetchRequest::default();
+                if version >= 8 {
+                    let t = OffsetFetchRequestTopics::default()
+                        .with_name(topic.clone())
+                        .with_partition_indexes(vec![0, 1]);
+                    let mut g = OffsetFetchRequestGroup::default()
+                        .with_group_id(GroupId(name("g")))
+                        .with_topics(Some(two(t)));
+                    if version >= 9 {
+                        g.member_id = Some(name("m"));
+                    }
+                    r.groups = two(g);
+                } else {
+                    r.group_id = GroupId(name("g"));
+                    let t = OffsetFetchRequestTopic::default()
+                        .with_name(topic.clone())
+                        .with_partition_indexes(vec![0, 1]);
+                    r.topics = Some(two(t));
+                }
+                r.encode(&mut buf, version)
             }
             other => panic!("no sample for {other:?}"),
         };

@@ -34,6 +34,7 @@ mod dedup;
 mod error;
 mod log;
 pub mod model;
+pub mod offsets;
 pub mod options;
 mod postgres;
 pub mod producers;

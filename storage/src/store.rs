@@ -161,6 +161,22 @@ impl Store {
         on_backend!(self, s => s.expire_producers(before_ms, limit).await)
     }
 
+    pub(crate) async fn commit_offsets(
+        &self,
+        group: &str,
+        commits: &[(i64, crate::offsets::CommittedOffset)],
+        now_ms: i64,
+    ) -> Result<()> {
+        on_backend!(self, s => s.commit_offsets(group, commits, now_ms).await)
+    }
+
+    pub(crate) async fn committed_offsets(
+        &self,
+        group: &str,
+    ) -> Result<Vec<(String, i32, crate::offsets::CommittedOffset)>> {
+        on_backend!(self, s => s.committed_offsets(group).await)
+    }
+
     pub(crate) async fn cluster_id(&self) -> Result<String> {
         on_backend!(self, s => s.cluster_id().await)
     }

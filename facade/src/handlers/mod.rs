@@ -10,9 +10,12 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_producers;
 mod fetch;
+mod find_coordinator;
 mod init_producer_id;
 mod list_offsets;
 mod metadata;
+mod offset_commit;
+mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
 
@@ -138,6 +141,9 @@ pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Reply, ConnE
         OffsetForLeaderEpoch => offset_for_leader_epoch,
         InitProducerId => init_producer_id,
         DescribeProducers => describe_producers,
+        FindCoordinator => find_coordinator,
+        OffsetCommit => offset_commit,
+        OffsetFetch => offset_fetch,
     )
 }
 

@@ -11,10 +11,10 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres};
 
 use crate::error::Result;
-use crate::sql::producer_statements;
 use crate::sql::{
     broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
 };
+use crate::sql::{offset_statements, producer_statements};
 
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
@@ -56,3 +56,4 @@ catalog_statements!(PgStore, "FOR UPDATE");
 log_statements!(PgStore);
 broker_statements!(PgStore);
 producer_statements!(PgStore);
+offset_statements!(PgStore);

@@ -9,6 +9,7 @@
 pub(crate) mod brokers;
 pub(crate) mod catalog;
 pub(crate) mod log;
+pub(crate) mod offsets;
 pub(crate) mod producers;
 
 pub(crate) use brokers::broker_statements;
@@ -16,6 +17,7 @@ pub(crate) use catalog::{
     catalog_statements, partition_columns, queue_info, queue_infos, PartitionRow, QueueRow,
 };
 pub(crate) use log::{log_statements, SEGMENT_COLUMNS};
+pub(crate) use offsets::offset_statements;
 pub(crate) use producers::producer_statements;
 
 /// Ties a store type to its sqlx database, for the macros' signatures.

@@ -11,10 +11,10 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool};
 
 use crate::error::Result;
-use crate::sql::producer_statements;
 use crate::sql::{
     broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
 };
+use crate::sql::{offset_statements, producer_statements};
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -79,3 +79,4 @@ catalog_statements!(SqliteStore, "");
 log_statements!(SqliteStore);
 broker_statements!(SqliteStore);
 producer_statements!(SqliteStore);
+offset_statements!(SqliteStore);

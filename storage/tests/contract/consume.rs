@@ -12,7 +12,7 @@ use storage::{
 use crate::push::json_item;
 use crate::support::Db;
 
-async fn push_n(engine: &Engine, queue: &str, partition: &str, from: usize, n: usize) {
+pub async fn push_n(engine: &Engine, queue: &str, partition: &str, from: usize, n: usize) {
     let items = (from..from + n)
         .map(|i| {
             json_item(
@@ -40,14 +40,14 @@ fn request(queue: &str, group: &str, batch: usize) -> PopRequest {
     }
 }
 
-async fn pop(engine: &Engine, queue: &str, group: &str, batch: usize) -> PopOutcome {
+pub async fn pop(engine: &Engine, queue: &str, group: &str, batch: usize) -> PopOutcome {
     engine
         .pop(&request(queue, group, batch))
         .await
         .expect("pop")
 }
 
-fn txns(outcome: &PopOutcome) -> Vec<String> {
+pub fn txns(outcome: &PopOutcome) -> Vec<String> {
     outcome
         .messages
         .iter()
@@ -59,7 +59,7 @@ fn names(range: std::ops::Range<usize>) -> Vec<String> {
     range.map(|i| format!("m-{i}")).collect()
 }
 
-fn acks(outcome: &PopOutcome, status: AckStatus) -> Vec<AckItem> {
+pub fn acks(outcome: &PopOutcome, status: AckStatus) -> Vec<AckItem> {
     outcome
         .messages
         .iter()
@@ -73,7 +73,7 @@ fn acks(outcome: &PopOutcome, status: AckStatus) -> Vec<AckItem> {
         .collect()
 }
 
-async fn ack(engine: &Engine, group: &str, items: Vec<AckItem>) -> Vec<AckResult> {
+pub async fn ack(engine: &Engine, group: &str, items: Vec<AckItem>) -> Vec<AckResult> {
     engine.ack(group, items).await.expect("ack")
 }
 

@@ -3,6 +3,7 @@
 
 mod consume;
 mod log;
+mod offsets;
 mod producers;
 mod push;
 mod queues;
@@ -37,6 +38,7 @@ macro_rules! contract {
 }
 
 contract!(
+    offsets::kafka_commits_and_native_acks_move_one_position,
     producers::sequences_dedup_retries_and_refuse_gaps,
     producers::sequences_wrap_at_two_to_the_31,
     producers::producer_ids_are_unique_and_epochs_fence,

@@ -1,0 +1,68 @@
+//! OffsetCommit: a group's committed offsets, stored where native consumer
+//! groups keep their positions. Without group membership (JoinGroup comes
+//! later) commits are taken as from a simple consumer that manages its own
+//! assignment, which Kafka accepts from any client.
+
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+use kafka_protocol::ResponseError;
+use storage::offsets::CommittedOffset;
+
+use crate::broker::Broker;
+use crate::error::storage_code;
+
+/// Stores each partition's committed offset; errors are per partition.
+pub async fn handle(
+    broker: &Broker,
+    _version: i16,
+    request: OffsetCommitRequest,
+) -> OffsetCommitResponse {
+    let group = request.group_id.to_string();
+    let mut topics = Vec::with_capacity(request.topics.len());
+    let mut commits = Vec::new();
+    let mut slots = Vec::new();
+    for topic in &request.topics {
+        let name = topic.name.to_string();
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for p in &topic.partitions {
+            let mut answer =
+                OffsetCommitResponsePartition::default().with_partition_index(p.partition_index);
+            match broker.partition_id(&name, p.partition_index, false).await {
+                Ok(Some(id)) => {
+                    commits.push((
+                        id,
+                        CommittedOffset {
+                            offset: p.committed_offset,
+                            metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                            leader_epoch: (p.committed_leader_epoch >= 0)
+                                .then_some(p.committed_leader_epoch),
+                        },
+                    ));
+                    slots.push((topics.len(), partitions.len()));
+                }
+                Ok(None) => answer.error_code = ResponseError::UnknownTopicOrPartition.code(),
+                Err(e) => answer.error_code = storage_code(&e),
+            }
+            partitions.push(answer);
+        }
+        topics.push(
+            OffsetCommitResponseTopic::default()
+                .with_name(topic.name.clone())
+                .with_partitions(partitions),
+        );
+    }
+    if let Err(e) = broker.engine.commit_offsets(&group, &commits).await {
+        let code = match e {
+            storage::StorageError::InvalidInput(_) | storage::StorageError::NameTooLong { .. } => {
+                ResponseError::InvalidGroupId.code()
+            }
+            other => storage_code(&other),
+        };
+        for (t, p) in slots {
+            topics[t].partitions[p].error_code = code;
+        }
+    }
+    OffsetCommitResponse::default().with_topics(topics)
+}

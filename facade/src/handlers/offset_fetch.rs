@@ -1,0 +1,151 @@
+//! OffsetFetch: a group's committed offsets (single group up to v7, several
+//! from v8), read from the positions native consumer groups share.
+
+use std::collections::HashMap;
+
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{GroupId, OffsetFetchRequest, OffsetFetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use storage::offsets::CommittedOffset;
+
+use crate::broker::Broker;
+use crate::error::storage_code;
+
+/// A partition's answer: (index, offset, leader epoch, metadata, error).
+type Row = (i32, i64, i32, Option<String>, i16);
+
+/// Answers the committed offsets asked for (all of the group's when the
+/// topic list is null); a partition without one answers offset -1.
+pub async fn handle(
+    broker: &Broker,
+    version: i16,
+    request: OffsetFetchRequest,
+) -> OffsetFetchResponse {
+    if version >= 8 {
+        let mut groups = Vec::with_capacity(request.groups.len());
+        for g in request.groups {
+            let wanted = g.topics.map(|ts| {
+                ts.into_iter()
+                    .map(|t| (t.name.to_string(), t.partition_indexes))
+                    .collect()
+            });
+            let (topics, error_code) = fetch(broker, &g.group_id, wanted).await;
+            let topics = topics
+                .into_iter()
+                .map(|(name, rows)| {
+                    OffsetFetchResponseTopics::default()
+                        .with_name(TopicName(StrBytes::from_string(name)))
+                        .with_partitions(
+                            rows.into_iter()
+                                .map(|(index, offset, epoch, metadata, error)| {
+                                    OffsetFetchResponsePartitions::default()
+                                        .with_partition_index(index)
+                                        .with_committed_offset(offset)
+                                        .with_committed_leader_epoch(epoch)
+                                        .with_metadata(metadata.map(StrBytes::from_string))
+                                        .with_error_code(error)
+                                })
+                                .collect(),
+                        )
+                })
+                .collect();
+            groups.push(
+                OffsetFetchResponseGroup::default()
+                    .with_group_id(g.group_id)
+                    .with_topics(topics)
+                    .with_error_code(error_code),
+            );
+        }
+        return OffsetFetchResponse::default().with_groups(groups);
+    }
+    let wanted = request.topics.map(|ts| {
+        ts.into_iter()
+            .map(|t| (t.name.to_string(), t.partition_indexes))
+            .collect()
+    });
+    let (topics, error_code) = fetch(broker, &request.group_id, wanted).await;
+    let topics = topics
+        .into_iter()
+        .map(|(name, rows)| {
+            OffsetFetchResponseTopic::default()
+                .with_name(TopicName(StrBytes::from_string(name)))
+                .with_partitions(
+                    rows.into_iter()
+                        .map(|(index, offset, epoch, metadata, error)| {
+                            let mut p = OffsetFetchResponsePartition::default()
+                                .with_partition_index(index)
+                                .with_committed_offset(offset)
+                                .with_metadata(metadata.map(StrBytes::from_string))
+                                .with_error_code(error);
+                            if version >= 5 {
+                                p.committed_leader_epoch = epoch;
+                            }
+                            p
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    let mut answer = OffsetFetchResponse::default().with_topics(topics);
+    if version >= 2 {
+        answer.error_code = error_code;
+    }
+    answer
+}
+
+/// The rows of each topic asked for (or of every topic the group has
+/// offsets on), and a group-level error code.
+async fn fetch(
+    broker: &Broker,
+    group: &GroupId,
+    wanted: Option<Vec<(String, Vec<i32>)>>,
+) -> (Vec<(String, Vec<Row>)>, i16) {
+    let committed = match broker.engine.committed_offsets(group).await {
+        Ok(c) => c,
+        Err(e) => return (Vec::new(), storage_code(&e)),
+    };
+    let row = |index: i32, c: Option<&CommittedOffset>| -> Row {
+        match c {
+            Some(c) => (
+                index,
+                c.offset,
+                c.leader_epoch.unwrap_or(-1),
+                c.metadata.clone(),
+                0,
+            ),
+            None => (index, -1, -1, Some(String::new()), 0),
+        }
+    };
+    let by_key: HashMap<(&str, i32), &CommittedOffset> = committed
+        .iter()
+        .map(|(t, i, c)| ((t.as_str(), *i), c))
+        .collect();
+    match wanted {
+        Some(topics) => {
+            let answer = topics
+                .into_iter()
+                .map(|(name, indexes)| {
+                    let rows = indexes
+                        .iter()
+                        .map(|&i| row(i, by_key.get(&(name.as_str(), i)).copied()))
+                        .collect();
+                    (name, rows)
+                })
+                .collect();
+            (answer, 0)
+        }
+        None => {
+            let mut answer: Vec<(String, Vec<Row>)> = Vec::new();
+            for (topic, index, c) in &committed {
+                match answer.last_mut() {
+                    Some((name, rows)) if name == topic => rows.push(row(*index, Some(c))),
+                    _ => answer.push((topic.clone(), vec![row(*index, Some(c))])),
+                }
+            }
+            (answer, 0)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! Committed offsets of consumer groups, as Kafka's OffsetCommit and
+//! OffsetFetch use them. They are the same positions native consumer groups
+//! keep (`consumer_cursors`): a Kafka commit moves the native group of the
+//! same name, and a native ack moves what OffsetFetch answers, so a group
+//! can move from one protocol to the other and resume where it stopped.
+
+use crate::error::Result;
+use crate::Engine;
+
+/// A committed position: the next offset to consume, with Kafka's metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedOffset {
+    /// The next offset the group consumes.
+    pub offset: i64,
+    /// The committer's metadata string (`None` when set natively).
+    pub metadata: Option<String>,
+    /// The leader epoch the committer saw (`None` when unknown).
+    pub leader_epoch: Option<i32>,
+}
+
+impl Engine {
+    /// Stores committed offsets for `group`: (partition id, position) pairs.
+    pub async fn commit_offsets(
+        &self,
+        group: &str,
+        commits: &[(i64, CommittedOffset)],
+    ) -> Result<()> {
+        crate::validate_name("group name", group)?;
+        self.inner
+            .store
+            .commit_offsets(group, commits, self.inner.clock.now_ms())
+            .await
+    }
+
+    /// Every committed position of `group`, by topic and Kafka partition.
+    pub async fn committed_offsets(
+        &self,
+        group: &str,
+    ) -> Result<Vec<(String, i32, CommittedOffset)>> {
+        self.inner.store.committed_offsets(group).await
+    }
+}

@@ -1,0 +1,64 @@
+//! Committed offsets are one store for Kafka and native consumer groups.
+
+use storage::offsets::CommittedOffset;
+use storage::AckStatus;
+
+use crate::consume::{ack, acks, pop, push_n, txns};
+use crate::support::Db;
+
+pub async fn kafka_commits_and_native_acks_move_one_position(db: &Db) {
+    let engine = db.engine().await;
+    push_n(&engine, "q", "p", 0, 10).await;
+    let partition = engine
+        .queue("q")
+        .await
+        .expect("read")
+        .expect("exists")
+        .partitions[0]
+        .id;
+
+    // A Kafka consumer of group g commits offset 4 (the next to read).
+    let commit = CommittedOffset {
+        offset: 4,
+        metadata: Some("kafka".into()),
+        leader_epoch: Some(0),
+    };
+    engine
+        .commit_offsets("g", &[(partition, commit.clone())])
+        .await
+        .expect("commit");
+    assert_eq!(
+        engine.committed_offsets("g").await.expect("fetch"),
+        [("q".to_owned(), 0, commit)]
+    );
+
+    // The native group g continues exactly there.
+    let held = pop(&engine, "q", "g", 3).await;
+    assert_eq!(
+        held.messages[0].offset, 4,
+        "the native group resumes at the Kafka commit"
+    );
+    let results = ack(&engine, "g", acks(&held, AckStatus::Completed)).await;
+    assert!(results.iter().all(|r| r.success()));
+
+    // And a native ack moves what Kafka's OffsetFetch answers.
+    let fetched = engine.committed_offsets("g").await.expect("fetch");
+    assert_eq!(
+        fetched[0].2.offset, 7,
+        "the next offset after the acked span"
+    );
+    assert_eq!(
+        fetched[0].2.metadata, None,
+        "a native position carries no Kafka metadata"
+    );
+    assert_eq!(
+        txns(&pop(&engine, "q", "g", 10).await).len(),
+        3,
+        "7, 8 and 9 remain"
+    );
+    assert!(engine
+        .committed_offsets("other")
+        .await
+        .expect("fetch")
+        .is_empty());
+}
