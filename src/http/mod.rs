@@ -11,6 +11,7 @@ mod content;
 mod dlq;
 mod error;
 mod health;
+mod kv;
 mod lease;
 mod messages;
 mod pop;
@@ -60,6 +61,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/ack", post(ack::single))
         .route("/api/v1/ack/batch", post(ack::batch))
         .route("/api/v1/lease/{lease}/extend", post(lease::extend))
+        .route("/api/v1/kv", post(kv::kv))
         .route("/api/v1/dlq", get(dlq::list))
         .route(
             "/api/v1/messages/{partition}/{transaction}",

@@ -2,18 +2,20 @@
 //!
 //! Each file holds a macro that expands, inside each backend module, to that
 //! backend's methods for one concern: [`catalog`] (queues and partitions),
-//! [`log`] (reading partitions back), [`brokers`] (the broker registry).
+//! [`log`] (reading partitions back), [`brokers`] (the broker registry), [`kv`] (the key/value store).
 //! Only the SQL that really differs (locking, bulk inserts, array
 //! parameters) lives in the backends.
 
 pub(crate) mod brokers;
 pub(crate) mod catalog;
+pub(crate) mod kv;
 pub(crate) mod log;
 
 pub(crate) use brokers::broker_statements;
 pub(crate) use catalog::{
     catalog_statements, partition_columns, queue_info, queue_infos, PartitionRow, QueueRow,
 };
+pub(crate) use kv::kv_statements;
 pub(crate) use log::{log_statements, SEGMENT_COLUMNS};
 
 /// Ties a store type to its sqlx database, for the macros' signatures.

@@ -2,6 +2,7 @@
 //! each on a fresh database.
 
 mod consume;
+mod kv;
 mod log;
 mod push;
 mod queues;
@@ -78,4 +79,11 @@ contract!(
     consume::lease_extension_never_shortens_or_resurrects,
     consume::two_engines_never_hold_the_same_lease,
     consume::depth_counts_from_positions_and_leases,
+    kv::kv_writes_draw_versions_never_issued_again,
+    kv::kv_preconditions_answer_the_current_row,
+    kv::kv_required_failure_applies_nothing,
+    kv::kv_reads_many_and_by_prefix,
+    kv::kv_expired_rows_vanish_at_once_and_are_swept,
+    kv::kv_invalid_calls_are_refused,
+    kv::kv_concurrent_put_if_absent_applies_once,
 );
