@@ -18,6 +18,7 @@ mod pop;
 mod push;
 mod queues;
 mod render;
+mod transaction;
 
 use std::future::Future;
 
@@ -62,6 +63,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/ack/batch", post(ack::batch))
         .route("/api/v1/lease/{lease}/extend", post(lease::extend))
         .route("/api/v1/kv", post(kv::kv))
+        .route("/api/v1/transaction", post(transaction::transaction))
         .route("/api/v1/dlq", get(dlq::list))
         .route(
             "/api/v1/messages/{partition}/{transaction}",

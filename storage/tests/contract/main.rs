@@ -7,6 +7,7 @@ mod log;
 mod push;
 mod queues;
 mod support;
+mod txn;
 
 /// Instantiates each scenario `module::name(&Db)` once per backend.
 macro_rules! contract {
@@ -86,4 +87,13 @@ contract!(
     kv::kv_expired_rows_vanish_at_once_and_are_swept,
     kv::kv_invalid_calls_are_refused,
     kv::kv_concurrent_put_if_absent_applies_once,
+    txn::txn_commits_acks_pushes_and_kv_together,
+    txn::txn_duplicate_push_rolls_back_acks_and_kv,
+    txn::txn_repeated_id_inside_is_stored_once_and_commits,
+    txn::txn_ack_on_an_expired_lease_rolls_back_its_pushes,
+    txn::txn_lease_less_ack_borrows_the_single_lease,
+    txn::txn_kv_precondition_rolls_back_everything,
+    txn::txn_invalid_bundles_are_refused,
+    txn::txn_twenty_concurrent_once_gates_commit_once,
+    txn::txn_twenty_concurrent_same_push_id_commit_once,
 );
