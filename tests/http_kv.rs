@@ -36,6 +36,8 @@ both_backends!(
     kv_answers_index_aligned_results,
     kv_required_failure_answers_ok_false,
     kv_bad_calls_answer_the_kv_envelope,
+    transaction_answers_flat_results_and_rollbacks,
+    transaction_refuses_bad_bundles_and_timers,
 );
 
 async fn kv_answers_index_aligned_results(api: &Api) {
@@ -162,4 +164,115 @@ async fn kv_bad_calls_answer_the_kv_envelope(api: &Api) {
         assert_eq!(answer["error"], code);
         assert!(answer["detail"].is_string());
     }
+}
+
+async fn transaction_answers_flat_results_and_rollbacks(api: &Api) {
+    let (status, _) = api
+        .post(
+            "/api/v1/push",
+            json!({"items": [{"queue": "tin", "transactionId": "in-1", "payload": {"n": 1}}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, popped) = api.get("/api/v1/pop/queue/tin?batch=1&wait=false").await;
+    assert_eq!(status, StatusCode::OK, "{popped}");
+    let m = &popped["messages"][0];
+    let lease = m["leaseId"].clone();
+    let bundle = |push_id: &str| {
+        json!({
+            "operations": [
+                {"type": "ack", "transactionId": "in-1", "partitionId": m["partitionId"], "status": "completed"},
+                {"type": "push", "items": [
+                    {"queue": "tout", "payload": {"a": 1}, "transactionId": push_id},
+                    {"queue": "tout", "payload": {"a": 1}, "transactionId": push_id},
+                ]},
+            ],
+            "requiredLeases": [lease],
+            "kv": [{"op": "putIfAbsent", "ns": "done", "key": "in-1", "value": true, "ttlSeconds": 600, "required": true}],
+        })
+    };
+    let (status, body) = api.post("/api/v1/transaction", bundle("out-1")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["success"], true, "{body}");
+    let r = body["results"].as_array().expect("results");
+    assert_eq!(
+        r.len(),
+        4,
+        "one per ack, per pushed item, per kv op: {body}"
+    );
+    assert_eq!(r[0]["type"], "ack");
+    assert_eq!(r[0]["transactionId"], "in-1");
+    assert_eq!(r[1]["type"], "push");
+    assert_eq!(r[1]["queueName"], "tout");
+    assert!(r[1].get("duplicate").is_none());
+    assert_eq!(r[2]["duplicate"], true, "a repeat inside the bundle");
+    assert_eq!(r[2]["messageId"], r[1]["messageId"]);
+    assert_eq!(
+        (
+            r[3]["index"].clone(),
+            r[3]["type"].clone(),
+            r[3]["opIndex"].clone(),
+            r[3]["applied"].clone()
+        ),
+        (json!(3), json!("kv"), json!(0), json!(true))
+    );
+
+    // Again: the stored push id rolls everything back.
+    let (status, body) = api.post("/api/v1/transaction", bundle("out-1")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["success"], false);
+    assert_eq!(body["reason"], "duplicate");
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("duplicate")),
+        "{body}"
+    );
+    assert_eq!(body["results"], json!([]));
+
+    // With a fresh push id the ack is refused first (already acknowledged).
+    let (_, body) = api.post("/api/v1/transaction", bundle("out-2")).await;
+    assert_eq!(body["reason"], "rejected_ack", "{body}");
+
+    // Only the gate: kv_precondition with the flat index and the current row.
+    let (_, body) = api
+        .post(
+            "/api/v1/transaction",
+            json!({"operations": [{"type": "push", "queue": "tout", "payload": 1, "transactionId": "out-3"}],
+                   "kv": [{"op": "putIfAbsent", "ns": "done", "key": "in-1", "value": true, "ttlSeconds": 600, "required": true}]}),
+        )
+        .await;
+    assert_eq!(body["success"], false);
+    assert_eq!(body["reason"], "kv_precondition");
+    assert_eq!(body["failedIndex"], 1);
+    assert_eq!(body["kvReason"], "exists");
+    assert_eq!(body["value"], true);
+    assert!(body["version"].as_i64().is_some_and(|v| v > 0));
+    let (_, queue) = api.get("/api/v1/resources/queues/tout").await;
+    assert_eq!(
+        queue["totals"]["total"], 1,
+        "only the first bundle's push is stored: {queue}"
+    );
+}
+
+async fn transaction_refuses_bad_bundles_and_timers(api: &Api) {
+    let cases = [
+        json!({}),
+        json!({"operations": [{"type": "kv", "op": "get"}]}),
+        json!({"operations": [{"type": "ack", "transactionId": "t", "partitionId": "abc"}]}),
+        json!({"operations": [{"type": "push", "queue": "q", "payload": 1}],
+               "timers": [{"op": "schedule", "queue": "q", "timerKey": "k", "delayMs": 10}]}),
+        json!({"kv": [{"op": "getPrefix", "ns": "n", "prefix": "a"}]}),
+        json!({"kv": [{"op": "put", "ns": "n", "key": "k", "value": 1}]}),
+    ];
+    for bundle in cases {
+        let (status, body) = api.post("/api/v1/transaction", bundle.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{bundle}");
+        assert_eq!(body["success"], false, "{bundle} -> {body}");
+        assert_eq!(body["reason"], "bad_request", "{bundle} -> {body}");
+        assert!(body["error"].is_string());
+    }
+    // The timers bundle pushed nothing.
+    let (status, _) = api.get("/api/v1/resources/queues/q").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }

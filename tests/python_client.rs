@@ -87,4 +87,5 @@ scripts!(
     ten_consumers_get_each_message_once_in_order => "consume_concurrent.py",
     redelivers_a_killed_consumers_batch_after_its_lease => "consume_redelivery.py",
     kafka_python_round_trips => "kafka_roundtrip.py",
+    transactions_and_once_perform_each_effect_once => "txn_once.py",
 );
