@@ -492,3 +492,47 @@ pub async fn kv_concurrent_put_if_absent_applies_once(db: &Db) {
         );
     }
 }
+
+pub async fn kv_sweeps_of_two_engines_keep_live_rows(db: &Db) {
+    let engines = [db.engine().await, db.engine().await];
+    let ops: Vec<KvRequest> = (0..200)
+        .map(|i| {
+            req(
+                "sweep",
+                KvOp::Put {
+                    key: format!("k-{i:03}"),
+                    value: json!(i),
+                    expiry: if i % 2 == 0 {
+                        KvExpiry::Ttl(1)
+                    } else {
+                        KvExpiry::Forever
+                    },
+                    expect: None,
+                },
+            )
+        })
+        .collect();
+    run(&engines[0], ops).await;
+    db.clock.advance_ms(1_000);
+    let mut tasks = tokio::task::JoinSet::new();
+    for engine in engines.clone() {
+        tasks.spawn(async move {
+            let mut swept = 0;
+            loop {
+                let n = engine.sweep_kv(7).await.expect("sweep");
+                assert!(n <= 7, "a step is bounded");
+                if n == 0 {
+                    return swept;
+                }
+                swept += n;
+            }
+        });
+    }
+    let swept: u64 = tasks.join_all().await.into_iter().sum();
+    assert_eq!(swept, 100, "each expired row swept once, by either engine");
+    for i in (1..200).step_by(2) {
+        assert!(get(&engines[1], "sweep", &format!("k-{i:03}"))
+            .await
+            .is_some());
+    }
+}

@@ -96,4 +96,6 @@ contract!(
     txn::txn_invalid_bundles_are_refused,
     txn::txn_twenty_concurrent_once_gates_commit_once,
     txn::txn_twenty_concurrent_same_push_id_commit_once,
+    txn::txn_push_wakes_a_waiting_pop,
+    kv::kv_sweeps_of_two_engines_keep_live_rows,
 );

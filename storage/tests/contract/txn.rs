@@ -389,3 +389,40 @@ pub async fn txn_twenty_concurrent_same_push_id_commit_once(db: &Db) {
         );
     }
 }
+
+pub async fn txn_push_wakes_a_waiting_pop(db: &Db) {
+    let engine = db.engine().await;
+    engine
+        .configure_queue("woken", &storage::QueueOptions::default())
+        .await
+        .expect("configure");
+    let waiter = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            let popped = engine
+                .pop(&PopRequest {
+                    wait: Some(std::time::Duration::from_secs(20)),
+                    ..PopRequest::new("woken", 10)
+                })
+                .await
+                .expect("pop");
+            (popped, started.elapsed())
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let request = TxnRequest {
+        operations: vec![TxnOp::Push(json_item("woken", "Default", Some("w-1"), "1"))],
+        ..TxnRequest::default()
+    };
+    assert!(matches!(
+        txn(&engine, request).await,
+        TxnOutcome::Committed { .. }
+    ));
+    let (popped, waited) = waiter.await.expect("waiter");
+    assert_eq!(popped.messages.len(), 1);
+    assert!(
+        waited < std::time::Duration::from_secs(10),
+        "woken by the commit, not the timeout: {waited:?}"
+    );
+}
