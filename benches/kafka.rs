@@ -5,7 +5,8 @@
 //! Prints records/s, MB/s and the broker's peak resident memory (VmHWM).
 //!
 //! `cargo bench --bench kafka` runs everything; `-- --backend sqlite`,
-//! `--records N` narrow it.
+//! `--records N` narrow it; `--idempotent true` produces with
+//! `enable.idempotence=true`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -24,6 +25,7 @@ use support::Broker;
 struct Args {
     backends: Vec<String>,
     records: usize,
+    idempotent: bool,
 }
 
 fn args() -> Args {
@@ -31,6 +33,7 @@ fn args() -> Args {
     Args {
         backends: flags.backends(),
         records: flags.get("records", 1_000_000),
+        idempotent: flags.get("idempotent", false),
     }
 }
 
@@ -41,9 +44,10 @@ fn client(broker: &Broker) -> ClientConfig {
     c
 }
 
-fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize) -> f64 {
+fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, idempotent: bool) -> f64 {
     let producer: ThreadedProducer<DefaultProducerContext> = client(broker)
         .set("acks", "all")
+        .set("enable.idempotence", idempotent.to_string())
         .set("linger.ms", "20")
         .set("batch.size", "1048576")
         .set("batch.num.messages", "100000")
@@ -174,14 +178,15 @@ async fn main() {
             let topic = "bench";
             let n = args.records;
             let label = backend.clone();
+            let idempotent = args.idempotent;
             let broker = tokio::task::spawn_blocking(move || {
                 let backend = label;
-                let produced = produce(&broker, topic, partitions, n);
+                let produced = produce(&broker, topic, partitions, n, idempotent);
                 let after_produce = peak_rss_mib(broker.child.id());
                 let consumed = consume(&broker, topic, partitions, n);
                 let mb = (n * 100) as f64 / 1e6;
                 println!(
-                    "{backend:8} partitions {partitions}: produce {:>9.0} rec/s {:6.1} MB/s | consume {:>9.0} rec/s {:6.1} MB/s | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB)",
+                    "{backend:8} partitions {partitions} idempotent {idempotent}: produce {:>9.0} rec/s {:6.1} MB/s | consume {:>9.0} rec/s {:6.1} MB/s | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB)",
                     n as f64 / produced,
                     mb / produced,
                     n as f64 / consumed,

@@ -70,6 +70,15 @@ pub struct Config {
     #[arg(long, env = "QUEEN_MAX_KAFKA_IN_FLIGHT_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_kafka_in_flight_bytes: usize,
 
+    /// How long an idle Kafka producer's sequence state is kept, in ms
+    /// (Kafka's `producer.id.expiration.ms`).
+    #[arg(
+        long,
+        env = "QUEEN_PRODUCER_ID_EXPIRATION_MS",
+        default_value_t = 86_400_000
+    )]
+    pub producer_id_expiration_ms: i64,
+
     /// Most Kafka connections served at once.
     #[arg(long, env = "QUEEN_MAX_KAFKA_CONNECTIONS", default_value_t = 10_000)]
     pub max_kafka_connections: usize,

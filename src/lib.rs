@@ -72,9 +72,14 @@ pub async fn run(
     ));
 
     let sweeper = tokio::spawn(sweep_kv(engine.clone(), stop.clone()));
+    let expiry = tokio::spawn(expire_producers(
+        engine.clone(),
+        config.producer_id_expiration_ms,
+    ));
 
     shutdown.await;
     tracing::info!("shutting down");
+    expiry.abort();
     stop.cancel();
     http_task.await??;
     kafka_task.await?;
@@ -109,6 +114,26 @@ async fn sweep_kv(engine: Engine, stop: CancellationToken) {
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(pause) => {}
+        }
+    }
+}
+
+/// Forgets idle Kafka producers' sequence state, a bounded batch at a time.
+/// Safe with several brokers: each step is one bounded delete.
+async fn expire_producers(engine: Engine, idle_ms: i64) {
+    const STEP: i64 = 10_000;
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+    loop {
+        tick.tick().await;
+        loop {
+            match engine.expire_producers(idle_ms, STEP).await {
+                Ok(n) if n as i64 == STEP => continue,
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "expiring producer state failed");
+                    break;
+                }
+            }
         }
     }
 }

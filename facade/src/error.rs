@@ -1,6 +1,7 @@
 //! Errors of the facade and their Kafka error codes.
 
 use kafka_protocol::ResponseError;
+use storage::producers::ProducerError;
 use storage::StorageError;
 
 /// The Kafka error code for a storage failure, as a client should see it.
@@ -14,6 +15,13 @@ pub fn storage_code(err: &StorageError) -> i16 {
         | StorageError::KvBadRequest { .. }
         | StorageError::KvValueTooLarge { .. } => ResponseError::InvalidRequest,
         StorageError::CommitFailed | StorageError::ShuttingDown => ResponseError::RequestTimedOut,
+        StorageError::Producer(ProducerError::OutOfOrderSequence { .. }) => {
+            ResponseError::OutOfOrderSequenceNumber
+        }
+        StorageError::Producer(ProducerError::StaleEpoch { .. }) => {
+            ResponseError::InvalidProducerEpoch
+        }
+        StorageError::Producer(ProducerError::Fenced) => ResponseError::ProducerFenced,
         StorageError::Corrupt(_) | StorageError::Database(_) | StorageError::Migrate(_) => {
             tracing::error!(error = %err, "kafka request failed in storage");
             ResponseError::KafkaStorageError

@@ -183,6 +183,19 @@ const OFFSET_FOR_LEADER_EPOCH: &[Field] = &[
     ),
 ];
 
+const INIT_PRODUCER_ID: &[Field] = &[
+    Field(Str, 0, ALL), // transactional_id
+    Field(I32, 0, ALL), // transaction_timeout_ms
+    Field(I64, 3, ALL), // producer_id
+    Field(I16, 3, ALL), // producer_epoch
+];
+
+const DESCRIBE_PRODUCERS: &[Field] = &[Field(
+    Array(&[Field(Str, 0, ALL), Field(Ints, 0, ALL)]),
+    0,
+    ALL,
+)];
+
 /// The schema of a request body and the first flexible version of its API.
 fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
     Some(match api {
@@ -197,6 +210,8 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::DescribeConfigs => (DESCRIBE_CONFIGS, 4),
         ApiKey::DescribeCluster => (DESCRIBE_CLUSTER, 0),
         ApiKey::OffsetForLeaderEpoch => (OFFSET_FOR_LEADER_EPOCH, 4),
+        ApiKey::InitProducerId => (INIT_PRODUCER_ID, 2),
+        ApiKey::DescribeProducers => (DESCRIBE_PRODUCERS, 0),
         _ => return None,
     })
 }
@@ -470,6 +485,17 @@ mod tests {
                     .with_topic(topic.clone())
                     .with_partitions(two(OffsetForLeaderPartition::default()));
                 OffsetForLeaderEpochRequest::default()
+                    .with_topics(two(t))
+                    .encode(&mut buf, version)
+            }
+            ApiKey::InitProducerId => InitProducerIdRequest::default()
+                .with_transactional_id(Some(TransactionalId(name("tx"))))
+                .encode(&mut buf, version),
+            ApiKey::DescribeProducers => {
+                let t = describe_producers_request::TopicRequest::default()
+                    .with_name(topic.clone())
+                    .with_partition_indexes(vec![0, 1]);
+                DescribeProducersRequest::default()
                     .with_topics(two(t))
                     .encode(&mut buf, version)
             }

@@ -13,6 +13,7 @@
 use std::io::Read;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use storage::producers::ProducerBatch;
 use storage::{Content, Header, KafkaRecord, Record, StoredMessage};
 
 /// Why a produced batch was refused.
@@ -41,10 +42,28 @@ fn corrupt(what: &str) -> BatchError {
     BatchError::Corrupt(what.to_owned())
 }
 
+/// The records of a produce's partition, ready to store, and the idempotent
+/// producer that sent them, if any.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    /// The records, each with a fresh message id.
+    pub records: Vec<Record>,
+    /// The producer id, epoch and first sequence of an idempotent batch.
+    pub producer: Option<ProducerBatch>,
+}
+
 /// Decodes every batch in `data` into records ready to store, each with a
 /// fresh message id. `budget` bounds the decompressed size of each batch.
-pub fn decode_batches(mut data: Bytes, budget: usize) -> Result<Vec<Record>, BatchError> {
-    let mut out = Vec::new();
+pub fn decode_batches(data: Bytes, budget: usize) -> Result<Vec<Record>, BatchError> {
+    decode(data, budget).map(|d| d.records)
+}
+
+/// Like [`decode_batches`], keeping the idempotent producer's identity. An
+/// idempotent producer sends one batch per partition and request, as Kafka
+/// requires; more are refused.
+pub fn decode(mut data: Bytes, budget: usize) -> Result<Decoded, BatchError> {
+    let mut out = Decoded::default();
+    let mut batches = 0;
     while data.has_remaining() {
         if data.remaining() < HEADER_LEN {
             return Err(corrupt("truncated batch header"));
@@ -56,12 +75,30 @@ pub fn decode_batches(mut data: Bytes, budget: usize) -> Result<Vec<Record>, Bat
             .filter(|&n| n >= HEADER_LEN && n <= data.remaining())
             .ok_or_else(|| corrupt("batch length does not match the data"))?;
         let batch = data.split_to(total);
-        decode_batch(batch, budget, &mut out)?;
+        let producer = decode_batch(batch, budget, &mut out.records)?;
+        batches += 1;
+        if let Some(p) = producer {
+            if batches > 1 || out.producer.is_some() {
+                return Err(BatchError::Invalid(
+                    "an idempotent producer sends one batch per partition".into(),
+                ));
+            }
+            out.producer = Some(p);
+        } else if out.producer.is_some() {
+            return Err(BatchError::Invalid(
+                "an idempotent producer sends one batch per partition".into(),
+            ));
+        }
     }
     Ok(out)
 }
 
-fn decode_batch(batch: Bytes, budget: usize, out: &mut Vec<Record>) -> Result<(), BatchError> {
+/// Decodes one batch into `out`; returns its producer identity when it has one.
+fn decode_batch(
+    batch: Bytes,
+    budget: usize,
+    out: &mut Vec<Record>,
+) -> Result<Option<ProducerBatch>, BatchError> {
     let magic = batch[16] as i8;
     if magic != 2 {
         return Err(BatchError::UnsupportedMagic(magic));
@@ -75,9 +112,9 @@ fn decode_batch(batch: Bytes, budget: usize, out: &mut Vec<Record>) -> Result<()
     let _last_offset_delta = h.get_i32();
     let base_timestamp = h.get_i64();
     let _max_timestamp = h.get_i64();
-    let _producer_id = h.get_i64();
-    let _producer_epoch = h.get_i16();
-    let _base_sequence = h.get_i32();
+    let producer_id = h.get_i64();
+    let producer_epoch = h.get_i16();
+    let base_sequence = h.get_i32();
     let count = h.get_i32();
     if attributes & ATTR_CONTROL != 0 {
         return Err(BatchError::Invalid(
@@ -98,7 +135,11 @@ fn decode_batch(batch: Bytes, budget: usize, out: &mut Vec<Record>) -> Result<()
     if body.has_remaining() {
         return Err(corrupt("bytes after the last record"));
     }
-    Ok(())
+    Ok((producer_id >= 0).then_some(ProducerBatch {
+        producer_id,
+        epoch: producer_epoch,
+        base_sequence,
+    }))
 }
 
 fn decode_record(buf: &mut Bytes, base_timestamp: i64) -> Result<Record, BatchError> {

@@ -19,6 +19,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::DescribeCluster, 0, 2),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::DescribeProducers, 0, 0),
 ];
 
 /// The implemented range of `key`, if it is implemented at all.

@@ -44,6 +44,7 @@ impl ApiError {
                 StorageError::PartitionNotFound(_) => {
                     (StatusCode::NOT_FOUND, "partition_not_found")
                 }
+                StorageError::Producer(_) => (StatusCode::CONFLICT, "producer_refused"),
                 StorageError::CommitFailed | StorageError::ShuttingDown => {
                     (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
                 }

@@ -10,6 +10,7 @@
 //! the lock, no other writer (on this broker or another) can slip a
 //! colliding id in between.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use bytes::Bytes;
@@ -18,6 +19,7 @@ use uuid::Uuid;
 use crate::dedup::{DedupCache, HashRow, WindowIndex};
 use crate::error::{Result, StorageError};
 use crate::model::PushStatus;
+use crate::producers::{self, ProducerBatch, ProducerError, ProducerState, Verdict};
 use crate::record::{decode_segment, Record};
 
 /// A partition's write state, read under its lock.
@@ -68,6 +70,14 @@ pub(crate) trait AppendTx {
     async fn hash_rows_from(&mut self, partition_id: i64, from: i64) -> Result<Vec<HashRow>>;
     /// The segment of the partition that holds `offset`, if still stored.
     async fn segment_at(&mut self, partition_id: i64, offset: i64) -> Result<Option<SegmentRow>>;
+    /// A Kafka producer's state on the partition, if it has any.
+    async fn producer_state(
+        &mut self,
+        partition_id: i64,
+        producer_id: i64,
+    ) -> Result<Option<ProducerState>>;
+    /// Stores Kafka producers' states: (partition, producer, state).
+    async fn save_producers(&mut self, states: &[(i64, i64, ProducerState)]) -> Result<()>;
     /// Inserts segments and sidecar rows, and moves the partition heads forward.
     async fn write(
         &mut self,
@@ -83,6 +93,8 @@ pub(crate) trait AppendTx {
 pub(crate) struct AppendJob {
     pub partition_id: i64,
     pub records: Vec<Record>,
+    /// The Kafka producer and sequence of the batch, for idempotent producers.
+    pub producer: Option<ProducerBatch>,
 }
 
 /// The answer to one record of a job.
@@ -98,6 +110,8 @@ pub(crate) struct Appended {
 pub(crate) enum JobOutcome {
     /// One answer per record, in order.
     Done(Vec<Appended>),
+    /// A Kafka producer's batch was refused (sequence or epoch); nothing written.
+    Refused(ProducerError),
     /// The partition no longer exists (its queue was deleted meanwhile);
     /// the job's records are handed back for another try.
     PartitionGone(Vec<Record>),
@@ -126,7 +140,9 @@ pub(crate) async fn append<T: AppendTx>(
     ids.dedup();
     let heads = tx.lock_partitions(&ids).await?;
 
-    let mut outcomes: Vec<Option<Vec<Appended>>> = jobs.iter().map(|_| None).collect();
+    let mut outcomes: Vec<Option<JobOutcome>> = jobs.iter().map(|_| None).collect();
+    let mut changed_producers = Vec::new();
+    let mut producer_states = Vec::new();
     let mut segments = Vec::new();
     let mut hash_rows = Vec::new();
     let mut moved = Vec::new();
@@ -145,6 +161,9 @@ pub(crate) async fn append<T: AppendTx>(
         // not in the index, but duplicates all the same.
         let mut fresh: HashMap<String, (Uuid, i64)> = HashMap::new();
         let mut originals = Originals::default();
+        // Kafka producers' state, read once per producer and kept current
+        // across this group's jobs.
+        let mut producers: HashMap<i64, Option<ProducerState>> = HashMap::new();
         let mut stored: Vec<&Record> = Vec::new();
         let mut stored_hashes = Vec::new();
         for (j, job) in jobs
@@ -152,6 +171,36 @@ pub(crate) async fn append<T: AppendTx>(
             .enumerate()
             .filter(|(_, j)| j.partition_id == head.id)
         {
+            if let Some(batch) = &job.producer {
+                if let Entry::Vacant(slot) = producers.entry(batch.producer_id) {
+                    slot.insert(tx.producer_state(head.id, batch.producer_id).await?);
+                }
+                let state = producers.get(&batch.producer_id).and_then(Option::as_ref);
+                match producers::judge(state, batch, job.records.len()) {
+                    Verdict::Append => {
+                        let base = head.next_offset + stored.len() as i64;
+                        let state = producers.remove(&batch.producer_id).flatten();
+                        let next = producers::record(state, batch, job.records.len(), base, now_ms);
+                        producers.insert(batch.producer_id, Some(next));
+                        changed_producers.push((head.id, batch.producer_id));
+                    }
+                    Verdict::Duplicate { base_offset } => {
+                        let answers = (0..job.records.len() as i64)
+                            .map(|i| Appended {
+                                status: PushStatus::Duplicate,
+                                message_id: Uuid::nil(),
+                                offset: base_offset + i,
+                            })
+                            .collect();
+                        outcomes[j] = Some(JobOutcome::Done(answers));
+                        continue;
+                    }
+                    Verdict::Refuse(e) => {
+                        outcomes[j] = Some(JobOutcome::Refused(e));
+                        continue;
+                    }
+                }
+            }
             let mut answers = Vec::with_capacity(job.records.len());
             for record in &job.records {
                 let txn = record.transaction_id();
@@ -182,7 +231,12 @@ pub(crate) async fn append<T: AppendTx>(
                     offset,
                 });
             }
-            outcomes[j] = Some(answers);
+            outcomes[j] = Some(JobOutcome::Done(answers));
+        }
+        for (partition_id, producer_id) in changed_producers.drain(..) {
+            if let Some(Some(state)) = producers.get(&producer_id) {
+                producer_states.push((partition_id, producer_id, state.clone()));
+            }
         }
 
         if !stored.is_empty() {
@@ -207,9 +261,13 @@ pub(crate) async fn append<T: AppendTx>(
     if !segments.is_empty() {
         tx.write(&segments, &hash_rows, &moved).await?;
     }
+    if !producer_states.is_empty() {
+        producer_states.dedup_by_key(|(p, id, _)| (*p, *id));
+        tx.save_producers(&producer_states).await?;
+    }
     let outcomes = outcomes
         .into_iter()
-        .map(|o| o.map_or(JobOutcome::PartitionGone(Vec::new()), JobOutcome::Done))
+        .map(|o| o.unwrap_or(JobOutcome::PartitionGone(Vec::new())))
         .collect();
     Ok((outcomes, indexes))
 }

@@ -37,6 +37,9 @@ pub enum StorageError {
     /// The partition does not exist (any more).
     #[error("partition {0} does not exist")]
     PartitionNotFound(i64),
+    /// A Kafka producer's batch or InitProducerId was refused.
+    #[error("{0}")]
+    Producer(#[from] crate::producers::ProducerError),
     /// Stored data could not be decoded: a bug or a damaged database.
     #[error("stored data is damaged: {0}")]
     Corrupt(String),

@@ -41,6 +41,7 @@ mod log;
 pub mod model;
 pub mod options;
 mod postgres;
+pub mod producers;
 pub mod record;
 mod sql;
 mod sqlite;
@@ -234,6 +235,7 @@ impl Engine {
         let job = AppendJob {
             partition_id,
             records,
+            producer: None,
         };
         Ok((partition_id, self.inner.committer.submit(job).await?))
     }
@@ -250,6 +252,7 @@ impl Engine {
         for attempt in 0..2 {
             match answer.await.map_err(|_| StorageError::ShuttingDown)?? {
                 JobOutcome::Done(appended) => return Ok((partition_id, appended)),
+                JobOutcome::Refused(e) => return Err(e.into()),
                 JobOutcome::PartitionGone(records) => {
                     tracing::debug!(attempt, queue = %group.queue, "partition vanished; resolving again");
                     self.cache()

@@ -10,6 +10,7 @@ use crate::append::{AppendJob, JobOutcome};
 use crate::committer::Answer;
 use crate::error::{Result, StorageError};
 use crate::model::StoredMessage;
+use crate::producers::ProducerBatch;
 use crate::record::Record;
 use crate::Engine;
 
@@ -39,6 +40,7 @@ impl PendingAppend {
                     .map(|a| a.offset)
                     .ok_or(StorageError::CommitFailed)
             }
+            JobOutcome::Refused(e) => Err(e.into()),
             JobOutcome::PartitionGone(_) => Err(StorageError::PartitionNotFound(self.partition_id)),
         }
     }
@@ -63,14 +65,17 @@ impl Engine {
         partition_id: i64,
         records: Vec<Record>,
     ) -> Result<i64> {
-        self.start_append(queue, partition_id, records)
+        self.start_append(queue, partition_id, records, None)
             .await?
             .offset()
             .await
     }
 
     /// Queues an append and returns at once; appends queued in order to one
-    /// partition are stored in that order. [`PendingAppend::offset`] waits
+    /// partition are stored in that order. A Kafka idempotent producer's
+    /// batch carries its `producer` identity: a retry of one of its last five
+    /// batches answers the original offsets and writes nothing, and a
+    /// sequence gap or stale epoch fails with [`StorageError::Producer`]. [`PendingAppend::offset`] waits
     /// for the commit. This lets a connection pipeline its produce requests
     /// without reordering them.
     pub async fn start_append(
@@ -78,6 +83,7 @@ impl Engine {
         queue: &str,
         partition_id: i64,
         records: Vec<Record>,
+        producer: Option<ProducerBatch>,
     ) -> Result<PendingAppend> {
         if records.is_empty() {
             return Err(StorageError::InvalidInput(
@@ -90,6 +96,7 @@ impl Engine {
             .submit(AppendJob {
                 partition_id,
                 records,
+                producer,
             })
             .await?;
         Ok(PendingAppend {

@@ -162,6 +162,26 @@ impl Store {
         on_backend!(self, s => s.live_brokers(since_ms).await)
     }
 
+    pub(crate) async fn init_producer_id(
+        &self,
+        transactional_id: Option<&str>,
+        current: Option<(i64, i16)>,
+        now_ms: i64,
+    ) -> Result<(i64, i16)> {
+        on_backend!(self, s => s.init_producer_id(transactional_id, current, now_ms).await)
+    }
+
+    pub(crate) async fn producers(
+        &self,
+        partition_id: i64,
+    ) -> Result<Vec<crate::producers::ProducerInfo>> {
+        on_backend!(self, s => s.producers(partition_id).await)
+    }
+
+    pub(crate) async fn expire_producers(&self, before_ms: i64, limit: i64) -> Result<u64> {
+        on_backend!(self, s => s.expire_producers(before_ms, limit).await)
+    }
+
     pub(crate) async fn cluster_id(&self) -> Result<String> {
         on_backend!(self, s => s.cluster_id().await)
     }

@@ -152,6 +152,9 @@ pub(crate) async fn run<T: AppendTx + ConsumeTx + KvTx>(
                 JobOutcome::PartitionGone(_) => {
                     return Err(StorageError::PartitionNotFound(job.partition_id))
                 }
+                // Only Kafka producers' batches are refused; a transaction's
+                // jobs carry no producer, so this is not expected.
+                JobOutcome::Refused(e) => return Err(StorageError::Producer(e)),
             }
         }
         for &(op, j, i, repeat) in &plan.pushes {
@@ -366,6 +369,8 @@ impl Engine {
             jobs.push(AppendJob {
                 partition_id: self.partition_id(&group.queue, &group.partition).await?,
                 records: group.records,
+                // Native pushes carry no Kafka producer state.
+                producer: None,
             });
             targets.push((group.queue, group.partition));
         }

@@ -27,8 +27,8 @@ admin = KafkaAdminClient(bootstrap_servers=kafka)
 admin.create_topics([NewTopic("kp-orders", 2, 1)])
 check("kp-orders" in admin.list_topics(), "the topic is listed")
 
-# Idempotence needs InitProducerId, which this broker does not serve yet.
-producer = KafkaProducer(bootstrap_servers=kafka, compression_type="gzip", enable_idempotence=False, acks="all")
+# kafka-python 3 enables idempotence by default: InitProducerId and sequences.
+producer = KafkaProducer(bootstrap_servers=kafka, compression_type="gzip", acks="all")
 sent = []
 for i in range(10):
     md = producer.send(

@@ -76,8 +76,14 @@ pub struct Broker {
 impl Broker {
     /// Starts the binary on `database_url` with free ports and waits until it listens.
     pub fn start(database_url: &str, extra: &[&str]) -> Self {
+        Self::start_on(database_url, "127.0.0.1:0", "127.0.0.1:0", extra)
+    }
+
+    /// Starts the binary on the given addresses (to restart a broker where
+    /// its clients expect it) and waits until it listens.
+    pub fn start_on(database_url: &str, http: &str, kafka: &str, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_queen"))
-            .args(["--http-addr", "127.0.0.1:0", "--kafka-addr", "127.0.0.1:0"])
+            .args(["--http-addr", http, "--kafka-addr", kafka])
             .args(["--database-url", database_url])
             .args(extra)
             .env("QUEEN_LOG", "warn")
@@ -120,6 +126,14 @@ impl Broker {
         std::mem::forget(self);
         status
     }
+}
+
+/// A port free on 127.0.0.1 right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }
 
 impl Drop for Broker {

@@ -8,7 +8,9 @@ mod create_topics;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
+mod describe_producers;
 mod fetch;
+mod init_producer_id;
 mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;
@@ -134,6 +136,8 @@ pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Reply, ConnE
         DescribeConfigs => describe_configs,
         DescribeCluster => describe_cluster,
         OffsetForLeaderEpoch => offset_for_leader_epoch,
+        InitProducerId => init_producer_id,
+        DescribeProducers => describe_producers,
     )
 }
 

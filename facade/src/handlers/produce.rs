@@ -14,7 +14,7 @@ use storage::StorageError;
 
 use crate::broker::Broker;
 use crate::error::storage_code;
-use crate::records::{decode_batches, BatchError};
+use crate::records::{decode, BatchError, Decoded};
 
 /// A partition's answer in the making: (index, error code, base offset).
 type Slot = (i32, i16, i64);
@@ -52,7 +52,7 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, request: ProduceRequest)
             let queued = match prepare(broker, &name, data.index, records).await {
                 Ok((partition_id, batch)) => broker
                     .engine
-                    .start_append(&name, partition_id, batch)
+                    .start_append(&name, partition_id, batch.records, batch.producer)
                     .await
                     .map_err(|e| storage_code(&e)),
                 Err(code) => Err(code),
@@ -111,11 +111,11 @@ async fn prepare(
     topic: &str,
     index: i32,
     records: Bytes,
-) -> Result<(i64, Vec<storage::Record>), i16> {
+) -> Result<(i64, Decoded), i16> {
     if records.len() > broker.config.max_message_bytes {
         return Err(ResponseError::MessageTooLarge.code());
     }
-    let batch = decode_batches(records, broker.config.max_decompressed_bytes).map_err(|e| {
+    let batch = decode(records, broker.config.max_decompressed_bytes).map_err(|e| {
         tracing::debug!(topic, index, error = %e, "kafka: produce refused");
         match e {
             BatchError::Corrupt(_) => ResponseError::CorruptMessage.code(),
@@ -124,7 +124,7 @@ async fn prepare(
             BatchError::Invalid(_) => ResponseError::InvalidRecord.code(),
         }
     })?;
-    if batch.is_empty() {
+    if batch.records.is_empty() {
         return Err(ResponseError::InvalidRecord.code());
     }
     let partition_id = match broker.partition_id(topic, index, true).await {

@@ -12,6 +12,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool, Postgres};
 
 use crate::error::Result;
+use crate::sql::producer_statements;
 use crate::sql::{
     broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
 };
@@ -61,3 +62,4 @@ catalog_statements!(PgStore, "FOR UPDATE");
 crate::txn::transaction_statements!(PgStore, Tx);
 log_statements!(PgStore);
 broker_statements!(PgStore);
+producer_statements!(PgStore);

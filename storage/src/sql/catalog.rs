@@ -183,6 +183,7 @@ macro_rules! catalog_statements {
                     "consumer_cursors",
                     "consumer_leases",
                     "dead_letters",
+                    "producer_state",
                 ] {
                     sqlx::query(&format!(
                         "DELETE FROM {table} WHERE partition_id IN \

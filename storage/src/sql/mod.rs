@@ -10,6 +10,7 @@ pub(crate) mod brokers;
 pub(crate) mod catalog;
 pub(crate) mod kv;
 pub(crate) mod log;
+pub(crate) mod producers;
 
 pub(crate) use brokers::broker_statements;
 pub(crate) use catalog::{
@@ -17,6 +18,7 @@ pub(crate) use catalog::{
 };
 pub(crate) use kv::kv_statements;
 pub(crate) use log::{log_statements, SEGMENT_COLUMNS};
+pub(crate) use producers::producer_statements;
 
 /// Ties a store type to its sqlx database, for the macros' signatures.
 pub(crate) trait Backend {

@@ -8,6 +8,7 @@ use crate::append::{
 };
 use crate::dedup::{pack_hashes, DedupCache, HashRow};
 use crate::error::Result;
+use crate::producers::ProducerState;
 
 /// Bind parameters per statement, well under SQLite's limit of 32766.
 const MAX_PARAMS: usize = 30_000;
@@ -47,6 +48,18 @@ impl AppendTx for Tx<'_> {
 
     async fn hash_rows_from(&mut self, partition_id: i64, from: i64) -> Result<Vec<HashRow>> {
         SqliteStore::hash_rows_in(self.0, partition_id, "base_offset >= $2", from).await
+    }
+
+    async fn producer_state(
+        &mut self,
+        partition_id: i64,
+        producer_id: i64,
+    ) -> Result<Option<ProducerState>> {
+        SqliteStore::producer_state_in(self.0, partition_id, producer_id).await
+    }
+
+    async fn save_producers(&mut self, states: &[(i64, i64, ProducerState)]) -> Result<()> {
+        SqliteStore::save_producers_in(self.0, states).await
     }
 
     async fn segment_at(&mut self, partition_id: i64, offset: i64) -> Result<Option<SegmentRow>> {

@@ -12,6 +12,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqliteConnection, SqlitePool};
 
 use crate::error::Result;
+use crate::sql::producer_statements;
 use crate::sql::{
     broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
 };
@@ -84,3 +85,4 @@ catalog_statements!(SqliteStore, "");
 crate::txn::transaction_statements!(SqliteStore, Tx);
 log_statements!(SqliteStore);
 broker_statements!(SqliteStore);
+producer_statements!(SqliteStore);

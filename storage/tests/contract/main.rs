@@ -4,6 +4,7 @@
 mod consume;
 mod kv;
 mod log;
+mod producers;
 mod push;
 mod queues;
 mod support;
@@ -38,6 +39,10 @@ macro_rules! contract {
 }
 
 contract!(
+    producers::sequences_dedup_retries_and_refuse_gaps,
+    producers::sequences_wrap_at_two_to_the_31,
+    producers::producer_ids_are_unique_and_epochs_fence,
+    producers::idle_producer_state_expires,
     log::topics_are_created_once_with_numbered_partitions,
     log::appends_and_reads_by_offset_and_bytes,
     log::offsets_are_found_by_timestamp,

@@ -1,0 +1,31 @@
+//! InitProducerId: producer ids unique across every broker on the database;
+//! a transactional id keeps its id and gets a new epoch, fencing the old one.
+
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+
+use crate::broker::Broker;
+use crate::error::storage_code;
+
+/// Hands out an id and epoch (or bumps the epoch the producer names, v3+).
+pub async fn handle(
+    broker: &Broker,
+    version: i16,
+    request: InitProducerIdRequest,
+) -> InitProducerIdResponse {
+    let transactional_id = request.transactional_id.as_ref().map(|t| t.to_string());
+    let current = (version >= 3 && request.producer_id.0 >= 0)
+        .then_some((request.producer_id.0, request.producer_epoch));
+    match broker
+        .engine
+        .init_producer_id(transactional_id.as_deref(), current)
+        .await
+    {
+        Ok((id, epoch)) => InitProducerIdResponse::default()
+            .with_producer_id(ProducerId(id))
+            .with_producer_epoch(epoch),
+        Err(e) => InitProducerIdResponse::default()
+            .with_error_code(storage_code(&e))
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1),
+    }
+}

@@ -1,0 +1,265 @@
+//! Kafka idempotent producers end to end: librdkafka with
+//! `enable.idempotence=true` keeps producing while the broker is killed with
+//! SIGKILL and restarted, and every record is stored exactly once, in order;
+//! a replayed produce request answers its original offset and writes nothing.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::records::{
+    Compression, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Message, Offset, TopicPartitionList};
+use support::{free_port, Broker, TestDb};
+
+const RECORDS: usize = 100_000;
+const PARTITIONS: i32 = 4;
+
+fn client(kafka: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", kafka)
+        .set("broker.address.family", "v4");
+    c
+}
+
+/// Produces RECORDS numbered records while the broker is killed and
+/// restarted twice, then checks every number arrived once, in order.
+async fn survive_kills(db: &TestDb) {
+    let (http, kafka) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
+    let mut broker = Broker::start_on(&db.url, &http, &kafka, &[]);
+    let admin: AdminClient<DefaultClientContext> = client(&kafka).create().expect("admin");
+    admin
+        .create_topics(
+            &[NewTopic::new(
+                "numbers",
+                PARTITIONS,
+                TopicReplication::Fixed(1),
+            )],
+            &AdminOptions::new(),
+        )
+        .await
+        .expect("create")
+        .into_iter()
+        .for_each(|r| {
+            r.expect("created");
+        });
+
+    let producer: FutureProducer = client(&kafka)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "120000")
+        .set("reconnect.backoff.ms", "50")
+        .set("reconnect.backoff.max.ms", "500")
+        .create()
+        .expect("producer");
+    let sent = Arc::new(AtomicUsize::new(0));
+    let sending = {
+        let (producer, sent) = (producer.clone(), sent.clone());
+        tokio::spawn(async move {
+            let mut deliveries = Vec::with_capacity(RECORDS);
+            for n in 0..RECORDS {
+                let payload = (n as u64).to_be_bytes();
+                let record = FutureRecord::<[u8], [u8]>::to("numbers")
+                    .partition((n % PARTITIONS as usize) as i32)
+                    .payload(&payload);
+                deliveries.push(
+                    producer
+                        .send_result(record)
+                        .map_err(|(e, _)| e)
+                        .expect("queued"),
+                );
+                sent.store(n + 1, Ordering::Relaxed);
+                if n % 500 == 499 {
+                    // About 6 seconds in all, so the kills land mid-stream.
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                }
+            }
+            let mut failed = 0;
+            for d in deliveries {
+                if !matches!(d.await, Ok(Ok(_))) {
+                    failed += 1;
+                }
+            }
+            failed
+        })
+    };
+    for at in [RECORDS / 3, 2 * RECORDS / 3] {
+        while sent.load(Ordering::Relaxed) < at {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        broker.child.kill().expect("SIGKILL");
+        broker.child.wait().expect("reaped");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        broker = Broker::start_on(&db.url, &http, &kafka, &[]);
+    }
+    let failed = sending.await.expect("producer task");
+    assert_eq!(failed, 0, "every record was acknowledged in the end");
+
+    let consumer: BaseConsumer = client(&kafka)
+        .set("group.id", "unused")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        tpl.add_partition_offset("numbers", p, Offset::Beginning)
+            .expect("tpl");
+    }
+    consumer.assign(&tpl).expect("assign");
+    let mut seen: BTreeMap<i32, Vec<u64>> = BTreeMap::new();
+    let mut total = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while total < RECORDS {
+        assert!(Instant::now() < deadline, "consumed only {total} records");
+        if let Some(m) = consumer.poll(Duration::from_millis(500)) {
+            let m = m.expect("message");
+            let n = u64::from_be_bytes(m.payload().expect("payload").try_into().expect("8 bytes"));
+            seen.entry(m.partition()).or_default().push(n);
+            total += 1;
+        }
+    }
+    // Nothing more than the records sent: no duplicate slipped in.
+    assert!(
+        consumer.poll(Duration::from_secs(1)).is_none(),
+        "more records than were produced"
+    );
+    for (p, numbers) in &seen {
+        let expected: Vec<u64> = (0..RECORDS as u64)
+            .filter(|n| n % PARTITIONS as u64 == *p as u64)
+            .collect();
+        assert_eq!(
+            numbers, &expected,
+            "partition {p}: every number once, in order, no gap"
+        );
+    }
+    drop(broker);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idempotent_producer_survives_broker_kills_on_sqlite() {
+    let db = TestDb::sqlite();
+    survive_kills(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idempotent_producer_survives_broker_kills_on_postgres() {
+    let db = TestDb::postgres().await;
+    survive_kills(&db).await;
+    db.drop_db().await;
+}
+
+/// A Produce v9 frame carrying one idempotent batch of `n` records.
+fn produce_frame(producer_id: i64, epoch: i16, sequence: i32, n: usize) -> Vec<u8> {
+    let records: Vec<kafka_protocol::records::Record> = (0..n)
+        .map(|i| kafka_protocol::records::Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id,
+            producer_epoch: epoch,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: sequence + i as i32,
+            timestamp: 1_700_000_000_000,
+            key: None,
+            value: Some(bytes::Bytes::from(format!("r{i}"))),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut batch = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut batch,
+        &records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .expect("batch");
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_static_str("replayed")))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(batch.freeze()))])]);
+    let header = RequestHeader::default()
+        .with_request_api_key(ApiKey::Produce as i16)
+        .with_request_api_version(9)
+        .with_correlation_id(1);
+    let mut body = bytes::BytesMut::new();
+    header.encode(&mut body, 2).expect("header");
+    request.encode(&mut body, 9).expect("body");
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// Sends one frame and returns the partition's (error code, base offset).
+fn exchange(kafka: &str, frame: &[u8]) -> (i16, i64) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(kafka).expect("connect");
+    stream.write_all(frame).expect("send");
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).expect("answer length");
+    let mut answer = vec![0u8; i32::from_be_bytes(len) as usize];
+    stream.read_exact(&mut answer).expect("answer");
+    let mut answer = bytes::Bytes::from(answer);
+    ResponseHeader::decode(&mut answer, 1).expect("header");
+    let response = ProduceResponse::decode(&mut answer, 9).expect("response");
+    let p = &response.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replayed_batch_answers_its_original_offset_and_writes_nothing() {
+    let db = TestDb::sqlite();
+    let broker = Broker::start(&db.url, &[]);
+    let kafka = broker.kafka.clone();
+    tokio::task::spawn_blocking(move || {
+        assert_eq!(
+            exchange(&kafka, &produce_frame(-1, -1, -1, 3)).0,
+            0,
+            "creates the topic"
+        );
+        let first = produce_frame(42, 0, 0, 2);
+        assert_eq!(exchange(&kafka, &first), (0, 3));
+        assert_eq!(exchange(&kafka, &produce_frame(42, 0, 2, 1)), (0, 5));
+        // The exact same request again: the original base offset, nothing appended.
+        assert_eq!(exchange(&kafka, &first), (0, 3));
+        // A gap is refused: OUT_OF_ORDER_SEQUENCE_NUMBER.
+        assert_eq!(exchange(&kafka, &produce_frame(42, 0, 9, 1)).0, 45);
+        // The next in sequence lands right after the last real append.
+        assert_eq!(exchange(&kafka, &produce_frame(42, 0, 3, 1)), (0, 6));
+    })
+    .await
+    .expect("exchanges");
+    let consumer: BaseConsumer = client(&broker.kafka)
+        .set("group.id", "unused")
+        .create()
+        .expect("consumer");
+    let (low, high) = consumer
+        .fetch_watermarks("replayed", 0, Duration::from_secs(10))
+        .expect("watermarks");
+    assert_eq!((low, high), (0, 7), "the replay and the gap wrote nothing");
+}
