@@ -71,6 +71,7 @@ pub async fn run(
         stop.clone().cancelled_owned(),
     ));
 
+    let sweeper = tokio::spawn(sweep_kv(engine.clone(), stop.clone()));
     let expiry = tokio::spawn(expire_producers(
         engine.clone(),
         config.producer_id_expiration_ms,
@@ -82,8 +83,39 @@ pub async fn run(
     stop.cancel();
     http_task.await??;
     kafka_task.await?;
+    sweeper.await?;
     engine.close().await;
     Ok(())
+}
+
+/// The most expired KV rows one sweep step deletes: each step is one short
+/// transaction, so a large backlog never holds the writer for long.
+const KV_SWEEP_STEP: usize = 1_000;
+
+/// The pause between sweeps once the backlog is cleared. Expired rows are
+/// invisible at once anyway; the sweep only reclaims their space.
+const KV_SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Deletes expired KV rows in bounded steps until `stop`. Several brokers
+/// on one PostgreSQL database sweep side by side (each step skips the rows
+/// another one has locked).
+async fn sweep_kv(engine: Engine, stop: CancellationToken) {
+    loop {
+        let pause = match engine.sweep_kv(KV_SWEEP_STEP).await {
+            // A full step: more may be waiting; go on after a short breath
+            // that lets other writers in.
+            Ok(n) if n >= KV_SWEEP_STEP as u64 => std::time::Duration::from_millis(10),
+            Ok(_) => KV_SWEEP_INTERVAL,
+            Err(e) => {
+                tracing::warn!(error = %e, "KV sweep failed; trying again later");
+                KV_SWEEP_INTERVAL
+            }
+        };
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(pause) => {}
+        }
+    }
 }
 
 /// Forgets idle Kafka producers' sequence state, a bounded batch at a time.

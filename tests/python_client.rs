@@ -88,4 +88,5 @@ scripts!(
     redelivers_a_killed_consumers_batch_after_its_lease => "consume_redelivery.py",
     kafka_python_round_trips => "kafka_roundtrip.py",
     a_group_moves_between_kafka_and_http => "kafka_group_migration.py",
+    transactions_and_once_perform_each_effect_once => "txn_once.py",
 );

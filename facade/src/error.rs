@@ -10,9 +10,10 @@ pub fn storage_code(err: &StorageError) -> i16 {
         StorageError::QueueNotFound(_) | StorageError::PartitionNotFound(_) => {
             ResponseError::UnknownTopicOrPartition
         }
-        StorageError::InvalidInput(_) | StorageError::NameTooLong { .. } => {
-            ResponseError::InvalidRequest
-        }
+        StorageError::InvalidInput(_)
+        | StorageError::NameTooLong { .. }
+        | StorageError::KvBadRequest { .. }
+        | StorageError::KvValueTooLarge { .. } => ResponseError::InvalidRequest,
         StorageError::CommitFailed | StorageError::ShuttingDown => ResponseError::RequestTimedOut,
         StorageError::Producer(ProducerError::OutOfOrderSequence { .. }) => {
             ResponseError::OutOfOrderSequenceNumber

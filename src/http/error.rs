@@ -1,4 +1,5 @@
-//! How every HTTP error is answered: a status and `{"error", "code"}`.
+//! How every HTTP error is answered: a status and `{"error", "code"}`
+//! (the KV surface: `{"error", "reason", "detail"}`).
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -32,6 +33,10 @@ impl ApiError {
             Self::NoSuchRoute => (StatusCode::NOT_FOUND, "no_such_route"),
             Self::Storage(e) => match e {
                 StorageError::InvalidInput(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+                StorageError::KvBadRequest { .. } => (StatusCode::BAD_REQUEST, "kv_bad_request"),
+                StorageError::KvValueTooLarge { .. } => {
+                    (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
+                }
                 StorageError::NameTooLong { .. } => {
                     (StatusCode::PAYLOAD_TOO_LARGE, "name_too_long")
                 }
@@ -60,8 +65,18 @@ impl IntoResponse for ApiError {
         } else {
             self.to_string()
         };
-        let mut response =
-            (status, Json(json!({ "error": message, "code": code }))).into_response();
+        // The KV surface answers its own envelope (1.3): the stable code in
+        // `error`, a stable `reason`, and the text in `detail`.
+        let body = match &self {
+            Self::Storage(StorageError::KvBadRequest { reason, detail }) => {
+                json!({ "error": code, "reason": reason, "detail": detail })
+            }
+            Self::Storage(e @ StorageError::KvValueTooLarge { .. }) => {
+                json!({ "error": code, "reason": "kv_value_too_large", "detail": e.to_string() })
+            }
+            _ => json!({ "error": message, "code": code }),
+        };
+        let mut response = (status, Json(body)).into_response();
         if status == StatusCode::SERVICE_UNAVAILABLE {
             response
                 .headers_mut()

@@ -11,12 +11,14 @@ mod content;
 mod dlq;
 mod error;
 mod health;
+mod kv;
 mod lease;
 mod messages;
 mod pop;
 mod push;
 mod queues;
 mod render;
+mod transaction;
 
 use std::future::Future;
 
@@ -60,6 +62,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/ack", post(ack::single))
         .route("/api/v1/ack/batch", post(ack::batch))
         .route("/api/v1/lease/{lease}/extend", post(lease::extend))
+        .route("/api/v1/kv", post(kv::kv))
+        .route("/api/v1/transaction", post(transaction::transaction))
         .route("/api/v1/dlq", get(dlq::list))
         .route(
             "/api/v1/messages/{partition}/{transaction}",

@@ -15,6 +15,22 @@ pub enum StorageError {
         /// The limit in bytes.
         limit: usize,
     },
+    /// A KV op is malformed (answered as `kv_bad_request` with `reason`).
+    #[error("{detail}")]
+    KvBadRequest {
+        /// A stable identifier of what is wrong (`kv_bad_key`, ...).
+        reason: &'static str,
+        /// What is wrong, for a person.
+        detail: String,
+    },
+    /// A KV value is larger than the engine stores.
+    #[error("the value is {bytes} bytes of JSON; at most {limit} are stored")]
+    KvValueTooLarge {
+        /// The value's size as compact JSON.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// The named queue does not exist.
     #[error("queue {0:?} does not exist")]
     QueueNotFound(String),

@@ -16,6 +16,10 @@
 //! - `store`: the backend chosen by the URL; `sql/`: statements that are
 //!   the same on both; `sqlite/` and `postgres/`: the rest.
 //!
+//! - `kv/`: the key/value store (versions, TTLs, preconditions), its ops
+//!   evaluated inside a caller's transaction; `txn`: transactions, which
+//!   run `append::append`, `consume::ack` and `kv::eval` in one backend
+//!   transaction (each backend's `Tx` implements all three statement traits).
 //! - `consume/`: consumer groups, cursors (the positions Kafka groups share),
 //!   leases, acks, dead letters and long-poll wake-ups; its own `impl Engine`
 //!   block holds the consumption API.
@@ -32,6 +36,7 @@ mod committer;
 mod consume;
 mod dedup;
 mod error;
+pub mod kv;
 mod log;
 pub mod model;
 pub mod offsets;
@@ -43,6 +48,7 @@ mod sql;
 mod sqlite;
 mod store;
 mod topics;
+mod txn;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -56,6 +62,9 @@ pub use consume::{
     PopRequest, PoppedMessage, Subscription, SubscriptionMode, QUEUE_MODE_GROUP,
 };
 pub use error::{Result, StorageError};
+pub use kv::{
+    KvEntry, KvExpiry, KvOp, KvOutcome, KvPreconditionFailed, KvReason, KvRequest, KvResult,
+};
 pub use log::{LogBounds, PendingAppend};
 pub use model::{
     BrokerInfo, PartitionInfo, PushItem, PushOutcome, PushStatus, QueueInfo, StoredMessage,
@@ -64,6 +73,7 @@ pub use model::{
 pub use options::QueueOptions;
 pub use record::{Content, Header, KafkaRecord, Record};
 pub use topics::TopicCreation;
+pub use txn::{TxnOp, TxnOpResult, TxnOutcome, TxnRequest, TxnRollback};
 
 use append::{AppendJob, JobOutcome};
 use committer::Committer;
@@ -88,6 +98,8 @@ struct Inner {
     store: Store,
     committer: Committer,
     clock: Arc<dyn Clock>,
+    /// The dedup window indexes shared by the committer and transactions.
+    dedup: Arc<dedup::DedupCache>,
     consume: consume::ConsumeState,
     /// (queue, partition) -> partition id. Only saves a round trip: a stale
     /// entry is detected by the append (the partition row is gone) and retried.
@@ -113,14 +125,19 @@ impl Engine {
     pub async fn connect_with_clock(url: &str, clock: Arc<dyn Clock>) -> Result<Self> {
         let store = Store::connect(url).await?;
         let cache = Arc::new(dedup::DedupCache::new(DEDUP_CACHE_HASHES));
-        let committer =
-            Committer::start(store.clone(), clock.clone(), cache, store.writer_shards());
+        let committer = Committer::start(
+            store.clone(),
+            clock.clone(),
+            cache.clone(),
+            store.writer_shards(),
+        );
         let consume = consume::ConsumeState::new(store.start_wake());
         Ok(Self {
             inner: Arc::new(Inner {
                 store,
                 committer,
                 clock,
+                dedup: cache,
                 consume,
                 partitions: Mutex::new(HashMap::new()),
             }),
@@ -171,48 +188,9 @@ impl Engine {
     /// invalid.
     pub async fn push(&self, items: Vec<PushItem>) -> Result<Vec<PushOutcome>> {
         for item in &items {
-            validate_name("queue name", &item.queue)?;
-            validate_name("partition name", &item.partition)?;
-            if let Some(txn) = &item.record.transaction_id {
-                if txn.len() > MAX_TRANSACTION_ID_BYTES {
-                    return Err(StorageError::InvalidInput(format!(
-                        "transactionId is {} bytes; at most {MAX_TRANSACTION_ID_BYTES} are allowed",
-                        txn.len()
-                    )));
-                }
-            }
+            validate_push_item(item)?;
         }
-
-        // Fold the request into groups per partition; `slots[i]` says where
-        // item i's answer comes from, and whether it repeats an earlier item.
-        let mut groups: Vec<Group> = Vec::new();
-        let mut group_of: HashMap<(String, String), usize> = HashMap::new();
-        let mut leader_of: Vec<HashMap<String, usize>> = Vec::new();
-        let mut slots = Vec::with_capacity(items.len());
-        for item in items {
-            let g = *group_of
-                .entry((item.queue.clone(), item.partition.clone()))
-                .or_insert_with(|| {
-                    groups.push(Group {
-                        queue: item.queue.clone(),
-                        partition: item.partition.clone(),
-                        records: Vec::new(),
-                        txns: Vec::new(),
-                    });
-                    leader_of.push(HashMap::new());
-                    groups.len() - 1
-                });
-            let txn = item.record.transaction_id();
-            if let Some(&leader) = leader_of[g].get(&txn) {
-                slots.push((g, leader, true));
-            } else {
-                let index = groups[g].records.len();
-                leader_of[g].insert(txn.clone(), index);
-                groups[g].records.push(item.record);
-                groups[g].txns.push(txn);
-                slots.push((g, index, false));
-            }
-        }
+        let (mut groups, slots) = fold(items);
 
         // Every partition's job goes to the writers at once, so a request
         // that spans partitions shares their group commits.
@@ -350,6 +328,56 @@ impl Engine {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Checks a pushed item: its names, and the length of its transaction id.
+fn validate_push_item(item: &PushItem) -> Result<()> {
+    validate_name("queue name", &item.queue)?;
+    validate_name("partition name", &item.partition)?;
+    if let Some(txn) = &item.record.transaction_id {
+        if txn.len() > MAX_TRANSACTION_ID_BYTES {
+            return Err(StorageError::InvalidInput(format!(
+                "transactionId is {} bytes; at most {MAX_TRANSACTION_ID_BYTES} are allowed",
+                txn.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Folds a request's items into groups per partition. `slots[i]` says
+/// where item i's answer comes from (group, record in the group) and
+/// whether it repeats an earlier item of the request, which is stored once.
+fn fold(items: Vec<PushItem>) -> (Vec<Group>, Vec<(usize, usize, bool)>) {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut group_of: HashMap<(String, String), usize> = HashMap::new();
+    let mut leader_of: Vec<HashMap<String, usize>> = Vec::new();
+    let mut slots = Vec::with_capacity(items.len());
+    for item in items {
+        let g = *group_of
+            .entry((item.queue.clone(), item.partition.clone()))
+            .or_insert_with(|| {
+                groups.push(Group {
+                    queue: item.queue.clone(),
+                    partition: item.partition.clone(),
+                    records: Vec::new(),
+                    txns: Vec::new(),
+                });
+                leader_of.push(HashMap::new());
+                groups.len() - 1
+            });
+        let txn = item.record.transaction_id();
+        if let Some(&leader) = leader_of[g].get(&txn) {
+            slots.push((g, leader, true));
+        } else {
+            let index = groups[g].records.len();
+            leader_of[g].insert(txn.clone(), index);
+            groups[g].records.push(item.record);
+            groups[g].txns.push(txn);
+            slots.push((g, index, false));
+        }
+    }
+    (groups, slots)
 }
 
 /// Mints the id of a new message: a UUIDv7, ordered by time.

@@ -59,6 +59,27 @@ impl Store {
         on_backend!(self, s => s.append(jobs, now_ms, cache).await)
     }
 
+    pub(crate) async fn kv(
+        &self,
+        ops: &[crate::kv::KvRequest],
+        now: i64,
+    ) -> Result<crate::kv::KvOutcome> {
+        on_backend!(self, s => s.kv(ops, now).await)
+    }
+
+    pub(crate) async fn kv_sweep(&self, now: i64, limit: i64) -> Result<u64> {
+        on_backend!(self, s => s.kv_sweep(now, limit).await)
+    }
+
+    pub(crate) async fn transaction(
+        &self,
+        plan: &crate::txn::TxnPlan,
+        now: i64,
+        cache: &DedupCache,
+    ) -> Result<(crate::txn::TxnOutcome, Vec<String>)> {
+        on_backend!(self, s => s.transaction(plan, now, cache).await)
+    }
+
     pub(crate) async fn configure(
         &self,
         name: &str,

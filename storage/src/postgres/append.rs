@@ -1,17 +1,13 @@
 //! The append statements on PostgreSQL: array parameters and `UNNEST`, so a
 //! group commit costs a handful of round trips whatever its size.
 
-use sqlx::PgConnection;
-
-use super::PgStore;
+use super::{PgStore, Tx};
 use crate::append::{
     append, AppendJob, AppendTx, JobOutcome, NewSegment, PartitionHead, SegmentRow,
 };
 use crate::dedup::{pack_hashes, DedupCache, HashRow};
 use crate::error::Result;
 use crate::producers::ProducerState;
-
-struct Tx<'c>(&'c mut PgConnection);
 
 impl AppendTx for Tx<'_> {
     async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>> {

@@ -8,16 +8,12 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
-use sqlx::PgConnection;
 use tokio::sync::mpsc;
 
-use super::PgStore;
+use super::{PgStore, Tx};
 use crate::consume::sql::consume_statements;
 use crate::consume::wake::{Wake, CHANNEL};
 use crate::error::Result;
-
-/// The pop and ack statements inside a transaction.
-pub(crate) struct Tx<'c>(pub(crate) &'c mut PgConnection);
 
 consume_statements!(
     PgStore,

@@ -4,17 +4,23 @@
 
 mod append;
 mod consume;
+mod kv;
 
 use std::str::FromStr;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{PgPool, Postgres};
+use sqlx::{PgConnection, PgPool, Postgres};
 
 use crate::error::Result;
 use crate::sql::{
     broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
 };
 use crate::sql::{offset_statements, producer_statements};
+
+/// A connection inside a transaction: every statement the engine runs in a
+/// transaction (appends, pops and acks, KV) is implemented on this one type,
+/// so a transaction of the HTTP API can run all of them together.
+pub(crate) struct Tx<'c>(pub(crate) &'c mut PgConnection);
 
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
@@ -53,6 +59,7 @@ impl PgStore {
 }
 
 catalog_statements!(PgStore, "FOR UPDATE");
+crate::txn::transaction_statements!(PgStore, Tx);
 log_statements!(PgStore);
 broker_statements!(PgStore);
 producer_statements!(PgStore);

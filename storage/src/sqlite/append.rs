@@ -1,8 +1,8 @@
 //! The append statements on SQLite: multi-row inserts and `IN` lists.
 
-use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
+use sqlx::{QueryBuilder, Sqlite};
 
-use super::SqliteStore;
+use super::{SqliteStore, Tx};
 use crate::append::{
     append, AppendJob, AppendTx, JobOutcome, NewSegment, PartitionHead, SegmentRow,
 };
@@ -12,8 +12,6 @@ use crate::producers::ProducerState;
 
 /// Bind parameters per statement, well under SQLite's limit of 32766.
 const MAX_PARAMS: usize = 30_000;
-
-struct Tx<'c>(&'c mut SqliteConnection);
 
 impl AppendTx for Tx<'_> {
     async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>> {

@@ -3,18 +3,24 @@
 
 mod append;
 mod consume;
+mod kv;
 
 use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqlitePool};
+use sqlx::{Sqlite, SqliteConnection, SqlitePool};
 
 use crate::error::Result;
 use crate::sql::{
     broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
 };
 use crate::sql::{offset_statements, producer_statements};
+
+/// A connection inside a write transaction: every statement the engine
+/// runs in a transaction (appends, pops and acks, KV) is implemented on this
+/// one type, so a transaction of the HTTP API can run all of them together.
+pub(crate) struct Tx<'c>(pub(crate) &'c mut SqliteConnection);
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -76,6 +82,7 @@ impl SqliteStore {
 }
 
 catalog_statements!(SqliteStore, "");
+crate::txn::transaction_statements!(SqliteStore, Tx);
 log_statements!(SqliteStore);
 broker_statements!(SqliteStore);
 producer_statements!(SqliteStore);

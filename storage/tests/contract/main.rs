@@ -2,12 +2,14 @@
 //! each on a fresh database.
 
 mod consume;
+mod kv;
 mod log;
 mod offsets;
 mod producers;
 mod push;
 mod queues;
 mod support;
+mod txn;
 
 /// Instantiates each scenario `module::name(&Db)` once per backend.
 macro_rules! contract {
@@ -85,4 +87,22 @@ contract!(
     consume::lease_extension_never_shortens_or_resurrects,
     consume::two_engines_never_hold_the_same_lease,
     consume::depth_counts_from_positions_and_leases,
+    kv::kv_writes_draw_versions_never_issued_again,
+    kv::kv_preconditions_answer_the_current_row,
+    kv::kv_required_failure_applies_nothing,
+    kv::kv_reads_many_and_by_prefix,
+    kv::kv_expired_rows_vanish_at_once_and_are_swept,
+    kv::kv_invalid_calls_are_refused,
+    kv::kv_concurrent_put_if_absent_applies_once,
+    txn::txn_commits_acks_pushes_and_kv_together,
+    txn::txn_duplicate_push_rolls_back_acks_and_kv,
+    txn::txn_repeated_id_inside_is_stored_once_and_commits,
+    txn::txn_ack_on_an_expired_lease_rolls_back_its_pushes,
+    txn::txn_lease_less_ack_borrows_the_single_lease,
+    txn::txn_kv_precondition_rolls_back_everything,
+    txn::txn_invalid_bundles_are_refused,
+    txn::txn_twenty_concurrent_once_gates_commit_once,
+    txn::txn_twenty_concurrent_same_push_id_commit_once,
+    txn::txn_push_wakes_a_waiting_pop,
+    kv::kv_sweeps_of_two_engines_keep_live_rows,
 );
