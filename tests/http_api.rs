@@ -6,33 +6,8 @@ mod support;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 use support::router::Api;
-use support::TestDb;
 
-macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let db = crate::TestDb::sqlite();
-                    crate::$name(&crate::Api::new(&db).await).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let db = crate::TestDb::postgres().await;
-                    crate::$name(&crate::Api::new(&db).await).await;
-                    db.drop_db().await;
-                }
-            )*
-        }
-    };
-}
-
-both_backends!(
+router_tests!(
     configure_answers_the_full_option_set,
     push_answers_per_item_in_order,
     bad_push_bodies_are_refused_and_write_nothing,

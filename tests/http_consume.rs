@@ -11,7 +11,6 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use storage::{Content, Header, KafkaRecord, PushItem, Record};
 use support::router::Api;
-use support::TestDb;
 
 impl Api {
     async fn push(&self, queue: &str, partition: &str, txns: &[&str]) {
@@ -24,31 +23,7 @@ impl Api {
     }
 }
 
-macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::TestDb::sqlite();
-                    crate::$name(&crate::Api::new(&db).await).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::TestDb::postgres().await;
-                    crate::$name(&crate::Api::new(&db).await).await;
-                    db.drop_db().await;
-                }
-            )*
-        }
-    };
-}
-
-both_backends!(
+router_tests!(
     pop_renders_every_field_and_acks_release,
     kafka_records_pop_with_their_encodings,
     bad_acks_and_pops_are_refused,

@@ -6,33 +6,8 @@ mod support;
 use axum::http::StatusCode;
 use serde_json::json;
 use support::router::Api;
-use support::TestDb;
 
-macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let db = crate::TestDb::sqlite();
-                    crate::$name(&crate::Api::new(&db).await).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let db = crate::TestDb::postgres().await;
-                    crate::$name(&crate::Api::new(&db).await).await;
-                    db.drop_db().await;
-                }
-            )*
-        }
-    };
-}
-
-both_backends!(
+router_tests!(
     kv_answers_index_aligned_results,
     kv_required_failure_answers_ok_false,
     kv_bad_calls_answer_the_kv_envelope,

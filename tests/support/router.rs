@@ -69,3 +69,30 @@ impl Api {
             .await
     }
 }
+
+/// Runs each `async fn name(api: &Api)` of the test crate once on SQLite
+/// and once on PostgreSQL, each on a fresh database.
+#[macro_export]
+macro_rules! router_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let db = crate::support::TestDb::sqlite();
+                    crate::$name(&crate::support::router::Api::new(&db).await).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let db = crate::support::TestDb::postgres().await;
+                    crate::$name(&crate::support::router::Api::new(&db).await).await;
+                    db.drop_db().await;
+                }
+            )*
+        }
+    };
+}
