@@ -79,8 +79,8 @@ macro_rules! router_tests {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    let db = crate::support::TestDb::sqlite();
-                    crate::$name(&crate::support::router::Api::new(&db).await).await;
+                    let db = $crate::support::TestDb::sqlite();
+                    $crate::$name(&$crate::support::router::Api::new(&db).await).await;
                 }
             )*
         }
@@ -88,8 +88,8 @@ macro_rules! router_tests {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    let db = crate::support::TestDb::postgres().await;
-                    crate::$name(&crate::support::router::Api::new(&db).await).await;
+                    let db = $crate::support::TestDb::postgres().await;
+                    $crate::$name(&$crate::support::router::Api::new(&db).await).await;
                     db.drop_db().await;
                 }
             )*
