@@ -134,6 +134,7 @@ both_backends!(
     a_waiting_fetch_returns_when_a_record_arrives,
     producing_to_an_unknown_topic_creates_it,
     http_and_kafka_share_queues_and_offsets,
+    librdkafka_commits_are_the_native_position,
 );
 
 async fn topics_are_created_described_grown_and_deleted(broker: &Broker) {
@@ -621,4 +622,58 @@ async fn two_brokers_on_postgres_serve_the_same_partitions() {
     assert_eq!(values, (0..40).collect::<Vec<u32>>());
     drop((a, b));
     db.drop_db().await;
+}
+
+/// A librdkafka consumer's commit is the native group's position.
+async fn librdkafka_commits_are_the_native_position(broker: &Broker) {
+    create_topic(broker, "committed", 1).await;
+    let p = producer(broker, &[]);
+    for i in 0..10u8 {
+        produce(
+            &p,
+            FutureRecord::<[u8], [u8]>::to("committed").payload(&[i][..]),
+        )
+        .await;
+    }
+    let c = consumer(broker, &[("group.id", "g")]);
+    assign(&c, "committed", &[(0, Offset::Beginning)]);
+    assert_eq!(consume(&c, 5).last().map(|m| m.offset()), Some(4));
+    let mut commit = TopicPartitionList::new();
+    commit
+        .add_partition_offset("committed", 0, Offset::Offset(5))
+        .expect("tpl");
+    c.commit(&commit, rdkafka::consumer::CommitMode::Async)
+        .expect("commit");
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        c.poll(Duration::from_millis(100));
+        let committed = c.committed(TIMEOUT).expect("committed");
+        if committed.find_partition("committed", 0).map(|p| p.offset()) == Some(Offset::Offset(5)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the commit never showed in OffsetFetch"
+        );
+    }
+    let popped: Value = reqwest::get(format!(
+        "{}/api/v1/pop/queue/committed?batch=100&wait=false&consumerGroup=g",
+        broker.http
+    ))
+    .await
+    .expect("pop")
+    .json()
+    .await
+    .expect("json");
+    let offsets: Vec<i64> = popped["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["offset"].as_i64().expect("offset"))
+        .collect();
+    assert_eq!(
+        offsets,
+        [5, 6, 7, 8, 9],
+        "the native group resumes at the librdkafka commit"
+    );
 }
