@@ -38,12 +38,20 @@ fn client(kafka: &str) -> ClientConfig {
 
 /// Produces RECORDS numbered records while the broker is killed and
 /// restarted twice, then checks every number arrived once, in order.
-async fn survive_kills(db: &TestDb) {
-    let (http, kafka) = (
+/// With `second_broker`, a second broker shares the database and the first
+/// stays dead after the first kill, so the producer's traffic moves over
+/// (once the dead broker's heartbeat lapses) and comes back at the restart.
+async fn survive_kills(db: &TestDb, second_broker: bool) {
+    let (http, first) = (
         format!("127.0.0.1:{}", free_port()),
         format!("127.0.0.1:{}", free_port()),
     );
-    let mut broker = Broker::start_on(&db.url, &http, &kafka, &[]);
+    let mut broker = Broker::start_on(&db.url, &http, &first, &[]);
+    let other = second_broker.then(|| Broker::start(&db.url, &[]));
+    let kafka = match &other {
+        Some(b) => format!("{first},{}", b.kafka),
+        None => first.clone(),
+    };
     let admin: AdminClient<DefaultClientContext> = client(&kafka).create().expect("admin");
     admin
         .create_topics(
@@ -107,8 +115,15 @@ async fn survive_kills(db: &TestDb) {
         }
         broker.child.kill().expect("SIGKILL");
         broker.child.wait().expect("reaped");
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        broker = Broker::start_on(&db.url, &http, &kafka, &[]);
+        // With a second broker, stay dead past the liveness timeout so the
+        // producer moves its partitions over, then come back.
+        let down = if second_broker {
+            Duration::from_secs(12)
+        } else {
+            Duration::from_millis(300)
+        };
+        tokio::time::sleep(down).await;
+        broker = Broker::start_on(&db.url, &http, &first, &[]);
     }
     let failed = sending.await.expect("producer task");
     assert_eq!(failed, 0, "every record was acknowledged in the end");
@@ -150,19 +165,26 @@ async fn survive_kills(db: &TestDb) {
             "partition {p}: every number once, in order, no gap"
         );
     }
-    drop(broker);
+    drop((broker, other));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn idempotent_producer_survives_broker_kills_on_sqlite() {
     let db = TestDb::sqlite();
-    survive_kills(&db).await;
+    survive_kills(&db, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn idempotent_producer_survives_broker_kills_on_postgres() {
     let db = TestDb::postgres().await;
-    survive_kills(&db).await;
+    survive_kills(&db, false).await;
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idempotent_producer_moves_between_two_brokers_on_postgres() {
+    let db = TestDb::postgres().await;
+    survive_kills(&db, true).await;
     db.drop_db().await;
 }
 
