@@ -82,14 +82,8 @@ pub(crate) async fn pop(engine: &Engine, request: &PopRequest) -> Result<PopOutc
         let Some(deadline) = deadline else {
             return Ok(outcome);
         };
-        let now = Instant::now();
-        if now + DEADLINE_MARGIN >= deadline {
+        if !wait_again(notified.as_mut(), deadline, recheck).await {
             return Ok(PopOutcome::default());
-        }
-        let until = recheck.map_or(deadline, |r| (now + r).min(deadline)) - DEADLINE_MARGIN;
-        tokio::select! {
-            () = &mut notified => {}
-            () = tokio::time::sleep_until(until.max(now)) => {}
         }
     }
 }
@@ -155,16 +149,30 @@ pub(crate) async fn pop_matching(
         let Some(deadline) = deadline else {
             return Ok(total);
         };
-        let now = Instant::now();
-        if now + DEADLINE_MARGIN >= deadline {
+        if !wait_again(notified.as_mut(), deadline, recheck).await {
             return Ok(PopOutcome::default());
         }
-        let until = recheck.map_or(deadline, |r| (now + r).min(deadline)) - DEADLINE_MARGIN;
-        tokio::select! {
-            () = &mut notified => {}
-            () = tokio::time::sleep_until(until.max(now)) => {}
-        }
     }
+}
+
+/// After an empty try: sleeps until a wake-up, the next recheck, or just
+/// before the deadline. `false` when no time is left to try again, so the
+/// answer still reaches the client before its timeout.
+async fn wait_again(
+    notified: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+    deadline: Instant,
+    recheck: Option<Duration>,
+) -> bool {
+    let now = Instant::now();
+    if now + DEADLINE_MARGIN >= deadline {
+        return false;
+    }
+    let until = recheck.map_or(deadline, |r| (now + r).min(deadline)) - DEADLINE_MARGIN;
+    tokio::select! {
+        () = notified => {}
+        () = tokio::time::sleep_until(until.max(now)) => {}
+    }
+    true
 }
 
 /// One try: the outcome, and when an empty one should look again even if
