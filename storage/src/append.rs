@@ -43,10 +43,11 @@ pub(crate) struct NewSegment {
     pub records: Vec<u8>,
 }
 
-/// A stored segment as read back.
-#[derive(Debug)]
+/// A stored segment as read back (select [`crate::sql::SEGMENT_COLUMNS`]).
+#[derive(Debug, sqlx::FromRow)]
 pub(crate) struct SegmentRow {
     pub base_offset: i64,
+    #[sqlx(rename = "record_count")]
     pub count: i64,
     pub created_at: i64,
     pub format: i16,

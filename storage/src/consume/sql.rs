@@ -230,7 +230,7 @@ macro_rules! consume_statements {
                 from: i64,
                 max_rows: i64,
             ) -> $crate::error::Result<Vec<$crate::append::SegmentRow>> {
-                let rows: Vec<(i64, i64, i64, i16, Vec<u8>)> = sqlx::query_as(
+                let rows: Vec<$crate::append::SegmentRow> = sqlx::query_as(
                     "SELECT base_offset, record_count, created_at, format, records FROM segments \
                      WHERE partition_id = $1 AND base_offset >= COALESCE((SELECT MAX(base_offset) \
                      FROM segments WHERE partition_id = $1 AND base_offset <= $2), 0) \
@@ -241,13 +241,7 @@ macro_rules! consume_statements {
                 .bind(max_rows)
                 .fetch_all(&mut *conn)
                 .await?;
-                Ok(rows
-                    .into_iter()
-                    .map(|(base_offset, count, created_at, format, records)| {
-                        $crate::append::SegmentRow { base_offset, count, created_at, format, records }
-                    })
-                    .filter(|s| s.base_offset + s.count > from)
-                    .collect())
+                Ok(rows.into_iter().filter(|s| s.base_offset + s.count > from).collect())
             }
 
             /// The id and options of a queue, without its partitions.
@@ -692,7 +686,7 @@ macro_rules! consume_statements {
                 before: i64,
                 max_rows: i64,
             ) -> $crate::error::Result<Vec<$crate::append::SegmentRow>> {
-                let rows: Vec<(i64, i64, i64, i16, Vec<u8>)> = sqlx::query_as(
+                let rows: Vec<$crate::append::SegmentRow> = sqlx::query_as(
                     "SELECT base_offset, record_count, created_at, format, records FROM segments \
                      WHERE partition_id = $1 AND base_offset < $2 ORDER BY base_offset DESC LIMIT $3",
                 )
@@ -701,12 +695,7 @@ macro_rules! consume_statements {
                 .bind(max_rows)
                 .fetch_all(self.reader())
                 .await?;
-                Ok(rows
-                    .into_iter()
-                    .map(|(base_offset, count, created_at, format, records)| {
-                        $crate::append::SegmentRow { base_offset, count, created_at, format, records }
-                    })
-                    .collect())
+                Ok(rows)
             }
 
             /// The dedup sidecar of a partition: candidate offsets of a hash.

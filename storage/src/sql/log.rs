@@ -30,24 +30,15 @@ macro_rules! log_statements {
                      ORDER BY base_offset",
                     $crate::sql::SEGMENT_COLUMNS
                 );
-                let mut rows = sqlx::query_as::<_, (i64, i64, i64, i16, Vec<u8>)>(&query)
+                let mut rows = sqlx::query_as::<_, $crate::append::SegmentRow>(&query)
                     .bind(partition_id)
                     .bind(from)
                     .fetch(self.reader());
                 while out.len() < max_messages && (bytes < max_bytes || out.is_empty()) {
-                    let Some((base_offset, count, created_at, format, records)) =
-                        rows.try_next().await?
-                    else {
+                    let Some(segment) = rows.try_next().await? else {
                         break;
                     };
-                    bytes += records.len();
-                    let segment = $crate::append::SegmentRow {
-                        base_offset,
-                        count,
-                        created_at,
-                        format,
-                        records,
-                    };
+                    bytes += segment.records.len();
                     $crate::sql::log::take_from(segment, &mut next, max_messages, &mut out)?;
                 }
                 Ok(out)
@@ -73,7 +64,7 @@ macro_rules! log_statements {
                 partition_id: i64,
                 timestamp: i64,
             ) -> $crate::error::Result<Option<(i64, i64)>> {
-                let row: Option<(i64, i64, i64, i16, Vec<u8>)> = sqlx::query_as(&format!(
+                let row: Option<$crate::append::SegmentRow> = sqlx::query_as(&format!(
                     "SELECT {} FROM segments WHERE partition_id = $1 AND max_timestamp >= $2 \
                      ORDER BY base_offset LIMIT 1",
                     $crate::sql::SEGMENT_COLUMNS
@@ -90,7 +81,7 @@ macro_rules! log_statements {
                 &self,
                 partition_id: i64,
             ) -> $crate::error::Result<Option<(i64, i64)>> {
-                let row: Option<(i64, i64, i64, i16, Vec<u8>)> = sqlx::query_as(&format!(
+                let row: Option<$crate::append::SegmentRow> = sqlx::query_as(&format!(
                     "SELECT {} FROM segments WHERE partition_id = $1 \
                      ORDER BY max_timestamp DESC, base_offset LIMIT 1",
                     $crate::sql::SEGMENT_COLUMNS
@@ -136,7 +127,7 @@ macro_rules! log_statements {
                 partition_id: i64,
                 offset: i64,
             ) -> $crate::error::Result<Option<$crate::append::SegmentRow>> {
-                let row: Option<(i64, i64, i64, i16, Vec<u8>)> = sqlx::query_as(
+                let row: Option<$crate::append::SegmentRow> = sqlx::query_as(
                     "SELECT base_offset, record_count, created_at, format, records FROM segments \
                      WHERE partition_id = $1 AND base_offset <= $2 \
                      ORDER BY base_offset DESC LIMIT 1",
@@ -145,17 +136,7 @@ macro_rules! log_statements {
                 .bind(offset)
                 .fetch_optional(&mut *conn)
                 .await?;
-                Ok(row
-                    .map(|(base_offset, count, created_at, format, records)| {
-                        $crate::append::SegmentRow {
-                            base_offset,
-                            count,
-                            created_at,
-                            format,
-                            records,
-                        }
-                    })
-                    .filter(|s| offset < s.base_offset + s.count))
+                Ok(row.filter(|s| offset < s.base_offset + s.count))
             }
         }
     };
@@ -167,26 +148,19 @@ use crate::append::SegmentRow;
 use crate::error::Result;
 use crate::model::StoredMessage;
 
-type Row = (i64, i64, i64, i16, Vec<u8>);
-
-fn messages(row: Row) -> Result<Vec<StoredMessage>> {
-    let (base_offset, count, created_at, format, records) = row;
+fn messages(segment: SegmentRow) -> Result<Vec<StoredMessage>> {
     let mut out = Vec::new();
-    let mut next = base_offset;
-    let segment = SegmentRow {
-        base_offset,
-        count,
-        created_at,
-        format,
-        records,
-    };
+    let mut next = segment.base_offset;
     take_from(segment, &mut next, usize::MAX, &mut out)?;
     Ok(out)
 }
 
 /// In a segment whose largest timestamp is at least `timestamp`: the first
 /// message stamped at or after it.
-pub(crate) fn first_at_or_after(row: Option<Row>, timestamp: i64) -> Result<Option<(i64, i64)>> {
+pub(crate) fn first_at_or_after(
+    row: Option<SegmentRow>,
+    timestamp: i64,
+) -> Result<Option<(i64, i64)>> {
     let Some(row) = row else { return Ok(None) };
     Ok(messages(row)?
         .into_iter()
@@ -195,7 +169,7 @@ pub(crate) fn first_at_or_after(row: Option<Row>, timestamp: i64) -> Result<Opti
 }
 
 /// In a segment: the message with the largest timestamp (the first of equals).
-pub(crate) fn latest_timestamp(row: Option<Row>) -> Result<Option<(i64, i64)>> {
+pub(crate) fn latest_timestamp(row: Option<SegmentRow>) -> Result<Option<(i64, i64)>> {
     let Some(row) = row else { return Ok(None) };
     Ok(messages(row)?
         .into_iter()
