@@ -230,12 +230,11 @@ macro_rules! consume_statements {
                 from: i64,
                 max_rows: i64,
             ) -> $crate::error::Result<Vec<$crate::append::SegmentRow>> {
-                let rows: Vec<$crate::append::SegmentRow> = sqlx::query_as(
-                    "SELECT base_offset, record_count, created_at, format, records FROM segments \
-                     WHERE partition_id = $1 AND base_offset >= COALESCE((SELECT MAX(base_offset) \
-                     FROM segments WHERE partition_id = $1 AND base_offset <= $2), 0) \
-                     ORDER BY base_offset LIMIT $3",
-                )
+                let rows: Vec<$crate::append::SegmentRow> = sqlx::query_as(&format!(
+                    "SELECT {} FROM segments WHERE {} ORDER BY base_offset LIMIT $3",
+                    $crate::sql::SEGMENT_COLUMNS,
+                    $crate::sql::log::SEGMENTS_FROM,
+                ))
                 .bind(partition_id)
                 .bind(from)
                 .bind(max_rows)

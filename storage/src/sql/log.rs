@@ -1,6 +1,12 @@
 //! Reading partitions back: messages from an offset, offsets by time, the
 //! segment holding an offset, the dedup sidecar.
 
+/// The segments of partition `$1` holding offsets at or after `$2`: from the
+/// one containing `$2` on. Written as a range on the primary key, so a read
+/// near the end of a long partition does not scan it from the start.
+pub(crate) const SEGMENTS_FROM: &str = "partition_id = $1 AND base_offset >= COALESCE(\
+    (SELECT MAX(base_offset) FROM segments WHERE partition_id = $1 AND base_offset <= $2), 0)";
+
 /// The select list of a [`crate::append::SegmentRow`].
 pub(crate) const SEGMENT_COLUMNS: &str = "base_offset, record_count, created_at, format, records";
 
@@ -25,10 +31,9 @@ macro_rules! log_statements {
                 // Rows stream in offset order and reading stops at the budget,
                 // so a small read never loads more segments than it returns.
                 let query = format!(
-                    "SELECT {} FROM segments \
-                     WHERE partition_id = $1 AND base_offset + record_count > $2 \
-                     ORDER BY base_offset",
-                    $crate::sql::SEGMENT_COLUMNS
+                    "SELECT {} FROM segments WHERE {} ORDER BY base_offset",
+                    $crate::sql::SEGMENT_COLUMNS,
+                    $crate::sql::log::SEGMENTS_FROM,
                 );
                 let mut rows = sqlx::query_as::<_, $crate::append::SegmentRow>(&query)
                     .bind(partition_id)
