@@ -89,6 +89,16 @@ fn consume(c: &BaseConsumer, n: usize) -> Vec<OwnedMessage> {
     out
 }
 
+/// GETs a URL of the HTTP API and parses the JSON answer.
+async fn get_json(url: &str) -> Value {
+    reqwest::get(url)
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON answer")
+}
+
 fn assign(c: &BaseConsumer, topic: &str, partitions: &[(i32, Offset)]) {
     let mut tpl = TopicPartitionList::new();
     for &(p, offset) in partitions {
@@ -188,12 +198,7 @@ async fn topics_are_created_described_grown_and_deleted(broker: &Broker) {
         .await
         .expect("delete");
     deleted[0].as_ref().expect("deleted");
-    let http: Value = reqwest::get(format!("{}/api/v1/resources/queues/orders", broker.http))
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let http: Value = get_json(&format!("{}/api/v1/resources/queues/orders", broker.http)).await;
     assert_eq!(
         http["error"], "Queue not found",
         "the topic's queue is gone"
@@ -412,12 +417,7 @@ async fn producing_to_an_unknown_topic_creates_it(broker: &Broker) {
     )
     .await;
     assert_eq!((partition, offset), (0, 0));
-    let q: Value = reqwest::get(format!("{}/api/v1/resources/queues/fresh", broker.http))
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let q: Value = get_json(&format!("{}/api/v1/resources/queues/fresh", broker.http)).await;
     assert_eq!(
         q["options"]["dedupWindowSeconds"], 0,
         "an auto-created topic has no dedup window"
@@ -514,17 +514,11 @@ async fn http_and_kafka_share_queues_and_offsets(broker: &Broker) {
     .await;
 
     // Records produced over Kafka pop over HTTP, at their offsets, with the documented encodings.
-    let popped: Value = client
-        .get(format!(
-            "{}/api/v1/pop/queue/shared?batch=10&wait=false&consumerGroup=interop",
-            broker.http
-        ))
-        .send()
-        .await
-        .expect("pop")
-        .json()
-        .await
-        .expect("json");
+    let popped: Value = get_json(&format!(
+        "{}/api/v1/pop/queue/shared?batch=10&wait=false&consumerGroup=interop",
+        broker.http
+    ))
+    .await;
     let messages = popped["messages"].as_array().expect("messages");
     assert_eq!(messages.len(), 5, "{popped}");
     assert_eq!(messages[0]["data"], json!({"note": "é", "order": 1}));
@@ -556,12 +550,7 @@ async fn http_and_kafka_share_queues_and_offsets(broker: &Broker) {
     assert_eq!(tombstone["data"], Value::Null);
     assert_eq!(tombstone["key"], "AP8=");
     assert_eq!(tombstone["keyEncoding"], "base64");
-    let q: Value = reqwest::get(format!("{}/api/v1/resources/queues/shared", broker.http))
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let q: Value = get_json(&format!("{}/api/v1/resources/queues/shared", broker.http)).await;
     assert_eq!(
         q["options"]["dedupWindowSeconds"], 600,
         "an existing queue keeps its options"
@@ -656,15 +645,11 @@ async fn librdkafka_commits_are_the_native_position(broker: &Broker) {
             "the commit never showed in OffsetFetch"
         );
     }
-    let popped: Value = reqwest::get(format!(
+    let popped: Value = get_json(&format!(
         "{}/api/v1/pop/queue/committed?batch=100&wait=false&consumerGroup=g",
         broker.http
     ))
-    .await
-    .expect("pop")
-    .json()
-    .await
-    .expect("json");
+    .await;
     let offsets: Vec<i64> = popped["messages"]
         .as_array()
         .expect("messages")
