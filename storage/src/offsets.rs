@@ -39,4 +39,17 @@ impl Engine {
     ) -> Result<Vec<(String, i32, CommittedOffset)>> {
         self.inner.store.committed_offsets(group).await
     }
+
+    /// Every consumer group with a stored position (Kafka or native), by
+    /// name; the queue-mode pseudo-group is not one.
+    pub async fn group_names(&self) -> Result<Vec<String>> {
+        self.inner.store.group_names().await
+    }
+
+    /// Deletes the committed offsets of `group` on these partitions (Kafka's
+    /// OffsetDelete); returns how many there were.
+    pub async fn delete_offsets(&self, group: &str, partition_ids: &[i64]) -> Result<u64> {
+        crate::validate_name("group name", group)?;
+        self.inner.store.delete_offsets(group, partition_ids).await
+    }
 }

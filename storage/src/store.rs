@@ -198,6 +198,14 @@ impl Store {
         on_backend!(self, s => s.committed_offsets(group).await)
     }
 
+    pub(crate) async fn group_names(&self) -> Result<Vec<String>> {
+        on_backend!(self, s => s.group_names().await)
+    }
+
+    pub(crate) async fn delete_offsets(&self, group: &str, partition_ids: &[i64]) -> Result<u64> {
+        on_backend!(self, s => s.delete_offsets(group, partition_ids).await)
+    }
+
     pub(crate) async fn cluster_id(&self) -> Result<String> {
         on_backend!(self, s => s.cluster_id().await)
     }

@@ -55,6 +55,39 @@ macro_rules! offset_statements {
                     })
                     .collect())
             }
+
+            /// Every group with a stored position, but the queue-mode one.
+            pub(crate) async fn group_names(&self) -> $crate::error::Result<Vec<String>> {
+                Ok(sqlx::query_scalar(
+                    "SELECT DISTINCT consumer_group FROM consumer_cursors \
+                     WHERE consumer_group <> $1 ORDER BY consumer_group",
+                )
+                .bind($crate::consume::QUEUE_MODE_GROUP)
+                .fetch_all(self.reader())
+                .await?)
+            }
+
+            /// Deletes the positions of `group` on the given partitions.
+            pub(crate) async fn delete_offsets(
+                &self,
+                group: &str,
+                partition_ids: &[i64],
+            ) -> $crate::error::Result<u64> {
+                let mut tx = self.begin_write().await?;
+                let mut deleted = 0;
+                for partition_id in partition_ids {
+                    deleted += sqlx::query(
+                        "DELETE FROM consumer_cursors WHERE partition_id = $1 AND consumer_group = $2",
+                    )
+                    .bind(partition_id)
+                    .bind(group)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                }
+                tx.commit().await?;
+                Ok(deleted)
+            }
         }
     };
 }

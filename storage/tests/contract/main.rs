@@ -41,6 +41,7 @@ macro_rules! contract {
 
 contract!(
     offsets::kafka_commits_and_native_acks_move_one_position,
+    offsets::groups_are_listed_and_their_offsets_deleted_per_partition,
     producers::sequences_dedup_retries_and_refuse_gaps,
     producers::sequences_wrap_at_two_to_the_31,
     producers::producer_ids_are_unique_and_epochs_fence,

@@ -62,3 +62,59 @@ pub async fn kafka_commits_and_native_acks_move_one_position(db: &Db) {
         .expect("fetch")
         .is_empty());
 }
+
+pub async fn groups_are_listed_and_their_offsets_deleted_per_partition(db: &Db) {
+    let engine = db.engine().await;
+    push_n(&engine, "q", "a", 0, 3).await;
+    push_n(&engine, "q", "b", 0, 3).await;
+    let partitions: Vec<i64> = engine
+        .queue("q")
+        .await
+        .expect("read")
+        .expect("exists")
+        .partitions
+        .iter()
+        .map(|p| p.id)
+        .collect();
+    let at = |offset| CommittedOffset {
+        offset,
+        metadata: None,
+        leader_epoch: None,
+    };
+    let commits: Vec<(i64, CommittedOffset)> = partitions.iter().map(|&p| (p, at(2))).collect();
+    engine.commit_offsets("k", &commits).await.expect("commit");
+    // A native group and queue-mode consumption store positions too.
+    let held = pop(&engine, "q", "native", 1).await;
+    assert_eq!(held.messages.len(), 1);
+    let queue_mode = engine
+        .pop(&storage::PopRequest::new("q", 1))
+        .await
+        .expect("pop");
+    assert!(!queue_mode.messages.is_empty());
+
+    assert_eq!(
+        engine.group_names().await.expect("names"),
+        ["k", "native"],
+        "every named group, not the queue-mode one"
+    );
+
+    let deleted = engine
+        .delete_offsets("k", &partitions[..1])
+        .await
+        .expect("delete");
+    assert_eq!(deleted, 1);
+    let left = engine.committed_offsets("k").await.expect("fetch");
+    assert_eq!(left.len(), 1, "the other partition keeps its offset");
+    assert_eq!(
+        engine
+            .delete_offsets("k", &partitions[..1])
+            .await
+            .expect("again"),
+        0
+    );
+    engine
+        .delete_offsets("k", &partitions[1..])
+        .await
+        .expect("delete");
+    assert_eq!(engine.group_names().await.expect("names"), ["native"]);
+}
