@@ -244,6 +244,86 @@ const OFFSET_FETCH: &[Field] = &[
     Field(Bool, 7, ALL), // require_stable
 ];
 
+const JOIN_GROUP: &[Field] = &[
+    Field(Str, 0, ALL), // group_id
+    Field(I32, 0, ALL), // session_timeout_ms
+    Field(I32, 1, ALL), // rebalance_timeout_ms
+    Field(Str, 0, ALL), // member_id
+    Field(Str, 5, ALL), // group_instance_id
+    Field(Str, 0, ALL), // protocol_type
+    Field(
+        Array(&[
+            Field(Str, 0, ALL),   // name
+            Field(Bytes, 0, ALL), // metadata
+        ]),
+        0,
+        ALL,
+    ), // protocols
+    Field(Str, 8, ALL), // reason
+];
+
+const SYNC_GROUP: &[Field] = &[
+    Field(Str, 0, ALL), // group_id
+    Field(I32, 0, ALL), // generation_id
+    Field(Str, 0, ALL), // member_id
+    Field(Str, 3, ALL), // group_instance_id
+    Field(Str, 5, ALL), // protocol_type
+    Field(Str, 5, ALL), // protocol_name
+    Field(
+        Array(&[
+            Field(Str, 0, ALL),   // member_id
+            Field(Bytes, 0, ALL), // assignment
+        ]),
+        0,
+        ALL,
+    ), // assignments
+];
+
+const HEARTBEAT: &[Field] = &[
+    Field(Str, 0, ALL), // group_id
+    Field(I32, 0, ALL), // generation_id
+    Field(Str, 0, ALL), // member_id
+    Field(Str, 3, ALL), // group_instance_id
+];
+
+const LEAVE_GROUP: &[Field] = &[
+    Field(Str, 0, ALL), // group_id
+    Field(Str, 0, 2),   // member_id
+    Field(
+        Array(&[
+            Field(Str, 3, ALL), // member_id
+            Field(Str, 3, ALL), // group_instance_id
+            Field(Str, 5, ALL), // reason
+        ]),
+        3,
+        ALL,
+    ), // members
+];
+
+const LIST_GROUPS: &[Field] = &[
+    Field(Strs, 4, ALL), // states_filter
+    Field(Strs, 5, ALL), // types_filter
+];
+
+const DESCRIBE_GROUPS: &[Field] = &[
+    Field(Strs, 0, ALL), // groups
+    Field(Bool, 3, ALL), // include_authorized_operations
+];
+
+const DELETE_GROUPS: &[Field] = &[Field(Strs, 0, ALL)]; // groups_names
+
+const OFFSET_DELETE: &[Field] = &[
+    Field(Str, 0, ALL), // group_id
+    Field(
+        Array(&[
+            Field(Str, 0, ALL),                          // name
+            Field(Array(&[Field(I32, 0, ALL)]), 0, ALL), // partitions: partition_index
+        ]),
+        0,
+        ALL,
+    ),
+];
+
 /// The schema of a request body and the first flexible version of its API.
 fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
     Some(match api {
@@ -263,6 +343,14 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::FindCoordinator => (FIND_COORDINATOR, 3),
         ApiKey::OffsetCommit => (OFFSET_COMMIT, 8),
         ApiKey::OffsetFetch => (OFFSET_FETCH, 6),
+        ApiKey::JoinGroup => (JOIN_GROUP, 6),
+        ApiKey::SyncGroup => (SYNC_GROUP, 4),
+        ApiKey::Heartbeat => (HEARTBEAT, 4),
+        ApiKey::LeaveGroup => (LEAVE_GROUP, 4),
+        ApiKey::ListGroups => (LIST_GROUPS, 3),
+        ApiKey::DescribeGroups => (DESCRIBE_GROUPS, 5),
+        ApiKey::DeleteGroups => (DELETE_GROUPS, 2),
+        ApiKey::OffsetDelete => (OFFSET_DELETE, ALL), // never flexible
         _ => return None,
     })
 }
@@ -596,6 +684,92 @@ mod tests {
                     r.topics = Some(two(t));
                 }
                 r.encode(&mut buf, version)
+            }
+            ApiKey::JoinGroup => {
+                let p = join_group_request::JoinGroupRequestProtocol::default()
+                    .with_name(name("range"))
+                    .with_metadata(Bytes::from_static(b"xyz"));
+                let mut r = JoinGroupRequest::default()
+                    .with_group_id(GroupId(name("g")))
+                    .with_member_id(name("m"))
+                    .with_protocol_type(name("consumer"))
+                    .with_protocols(two(p));
+                if version >= 5 {
+                    r.group_instance_id = Some(name("i"));
+                }
+                if version >= 8 {
+                    r.reason = Some(name("r"));
+                }
+                r.encode(&mut buf, version)
+            }
+            ApiKey::SyncGroup => {
+                let a = sync_group_request::SyncGroupRequestAssignment::default()
+                    .with_member_id(name("m"))
+                    .with_assignment(Bytes::from_static(b"xyz"));
+                let mut r = SyncGroupRequest::default()
+                    .with_group_id(GroupId(name("g")))
+                    .with_member_id(name("m"))
+                    .with_assignments(two(a));
+                if version >= 3 {
+                    r.group_instance_id = Some(name("i"));
+                }
+                if version >= 5 {
+                    r.protocol_type = Some(name("consumer"));
+                    r.protocol_name = Some(name("range"));
+                }
+                r.encode(&mut buf, version)
+            }
+            ApiKey::Heartbeat => {
+                let mut r = HeartbeatRequest::default()
+                    .with_group_id(GroupId(name("g")))
+                    .with_member_id(name("m"));
+                if version >= 3 {
+                    r.group_instance_id = Some(name("i"));
+                }
+                r.encode(&mut buf, version)
+            }
+            ApiKey::LeaveGroup => {
+                let mut r = LeaveGroupRequest::default().with_group_id(GroupId(name("g")));
+                if version >= 3 {
+                    let mut m = leave_group_request::MemberIdentity::default()
+                        .with_member_id(name("m"))
+                        .with_group_instance_id(Some(name("i")));
+                    if version >= 5 {
+                        m.reason = Some(name("r"));
+                    }
+                    r.members = two(m);
+                } else {
+                    r.member_id = name("m");
+                }
+                r.encode(&mut buf, version)
+            }
+            ApiKey::ListGroups => {
+                let mut r = ListGroupsRequest::default();
+                if version >= 4 {
+                    r.states_filter = vec![name("Stable"), name("Empty")];
+                }
+                if version >= 5 {
+                    r.types_filter = vec![name("classic"), name("consumer")];
+                }
+                r.encode(&mut buf, version)
+            }
+            ApiKey::DescribeGroups => DescribeGroupsRequest::default()
+                .with_groups(vec![GroupId(name("g1")), GroupId(name("g2"))])
+                .with_include_authorized_operations(version >= 3)
+                .encode(&mut buf, version),
+            ApiKey::DeleteGroups => DeleteGroupsRequest::default()
+                .with_groups_names(vec![GroupId(name("g1")), GroupId(name("g2"))])
+                .encode(&mut buf, version),
+            ApiKey::OffsetDelete => {
+                use offset_delete_request::*;
+                let p = OffsetDeleteRequestPartition::default().with_partition_index(1);
+                let t = OffsetDeleteRequestTopic::default()
+                    .with_name(topic.clone())
+                    .with_partitions(two(p));
+                OffsetDeleteRequest::default()
+                    .with_group_id(GroupId(name("g")))
+                    .with_topics(two(t))
+                    .encode(&mut buf, version)
             }
             other => panic!("no sample for {other:?}"),
         };
