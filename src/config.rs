@@ -79,6 +79,31 @@ pub struct Config {
     )]
     pub producer_id_expiration_ms: i64,
 
+    /// How long the first rebalance of an empty Kafka consumer group waits
+    /// for more members, in ms (Kafka's `group.initial.rebalance.delay.ms`).
+    #[arg(
+        long,
+        env = "QUEEN_GROUP_INITIAL_REBALANCE_DELAY_MS",
+        default_value_t = 3_000
+    )]
+    pub group_initial_rebalance_delay_ms: i32,
+
+    /// Shortest session timeout a Kafka group member may ask for, in ms.
+    #[arg(
+        long,
+        env = "QUEEN_GROUP_MIN_SESSION_TIMEOUT_MS",
+        default_value_t = 6_000
+    )]
+    pub group_min_session_timeout_ms: i32,
+
+    /// Longest session timeout a Kafka group member may ask for, in ms.
+    #[arg(
+        long,
+        env = "QUEEN_GROUP_MAX_SESSION_TIMEOUT_MS",
+        default_value_t = 1_800_000
+    )]
+    pub group_max_session_timeout_ms: i32,
+
     /// Most Kafka connections served at once.
     #[arg(long, env = "QUEEN_MAX_KAFKA_CONNECTIONS", default_value_t = 10_000)]
     pub max_kafka_connections: usize,

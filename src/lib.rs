@@ -44,6 +44,11 @@ pub async fn run(
         default_partitions: config.default_partitions.max(1),
         max_connections: config.max_kafka_connections,
         max_in_flight_bytes: config.max_kafka_in_flight_bytes,
+        group_limits: facade::GroupLimits {
+            min_session_ms: config.group_min_session_timeout_ms,
+            max_session_ms: config.group_max_session_timeout_ms,
+            initial_delay_ms: config.group_initial_rebalance_delay_ms,
+        },
     };
     let broker = facade::Broker::register(engine.clone(), facade_config)
         .await

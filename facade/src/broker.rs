@@ -6,10 +6,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use kafka_protocol::ResponseError;
 use storage::{BrokerInfo, Engine, QueueInfo, QueueOptions, StorageError, TopicCreation};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
+use crate::groups::Coordinator;
 use crate::FacadeConfig;
 
 /// The in-flight budget in KiB, as the semaphore counts it.
@@ -26,6 +28,8 @@ fn unreachable_closed() -> ! {
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
 /// A broker silent for this long is no longer listed in Metadata.
 pub const LIVENESS_MS: i64 = 10_000;
+/// How long the live brokers read for coordinator checks are reused.
+const COORDINATOR_CACHE: Duration = Duration::from_secs(1);
 
 /// One broker's state, shared by its connections.
 #[derive(Debug)]
@@ -38,6 +42,11 @@ pub struct Broker {
     pub node_id: i32,
     /// The cluster id shared by the brokers on the database.
     pub cluster_id: String,
+    /// Membership of the groups this broker coordinates.
+    pub groups: Coordinator,
+    /// The live brokers as last read, and when: coordinator checks run on
+    /// every group request and need not each read the registry.
+    live: Mutex<Option<(tokio::time::Instant, Vec<BrokerInfo>)>>,
     partitions: Mutex<HashMap<(String, i32), i64>>,
     /// KiB of request frames in flight, across connections.
     in_flight: Arc<Semaphore>,
@@ -54,9 +63,11 @@ impl Broker {
         let budget_kib = config_kib(config.max_in_flight_bytes.max(1024));
         Ok(Self {
             engine,
+            groups: Coordinator::new(config.group_limits),
             config,
             node_id,
             cluster_id,
+            live: Mutex::new(None),
             partitions: Mutex::new(HashMap::new()),
             in_flight: Arc::new(Semaphore::new(budget_kib)),
             budget_kib,
@@ -98,6 +109,59 @@ impl Broker {
             brokers.sort_by_key(|b| b.id);
         }
         Ok(brokers)
+    }
+
+    /// The broker that coordinates `key` (a group id) among `brokers`:
+    /// the highest score of key and broker id (rendezvous hashing), so
+    /// every broker picks the same one, and a broker joining or leaving
+    /// moves only the groups it gains or loses.
+    pub fn coordinator<'a>(brokers: &'a [BrokerInfo], key: &str) -> Option<&'a BrokerInfo> {
+        brokers.iter().max_by_key(|b| {
+            // FNV-1a: stable across processes and versions, unlike std's hasher.
+            key.bytes()
+                .chain(b.id.to_be_bytes())
+                .fold(0xcbf2_9ce4_8422_2325u64, |h, byte| {
+                    (h ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+                })
+        })
+    }
+
+    /// Whether this broker coordinates `group`, by the live brokers read at
+    /// most a second ago.
+    pub async fn coordinates(&self, group: &str) -> Result<bool, StorageError> {
+        let fresh = {
+            let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+            live.as_ref()
+                .filter(|(at, _)| at.elapsed() < COORDINATOR_CACHE)
+                .map(|(_, brokers)| Self::coordinator(brokers, group).map(|b| b.id))
+        };
+        let id = match fresh {
+            Some(id) => id,
+            None => {
+                let brokers = self.live_brokers().await?;
+                let id = Self::coordinator(&brokers, group).map(|b| b.id);
+                *self.live.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some((tokio::time::Instant::now(), brokers));
+                id
+            }
+        };
+        Ok(id == Some(self.node_id))
+    }
+
+    /// Why this broker cannot serve a membership request for `group`:
+    /// an empty id, or another broker coordinates it.
+    pub async fn group_error(&self, group: &str) -> Option<ResponseError> {
+        if group.is_empty() {
+            return Some(ResponseError::InvalidGroupId);
+        }
+        match self.coordinates(group).await {
+            Ok(true) => None,
+            Ok(false) => Some(ResponseError::NotCoordinator),
+            Err(e) => {
+                tracing::warn!(error = %e, "kafka: cannot read the live brokers");
+                Some(ResponseError::CoordinatorNotAvailable)
+            }
+        }
     }
 
     /// The leader a partition is advertised on: partitions are spread over

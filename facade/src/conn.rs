@@ -50,6 +50,10 @@ const IN_FLIGHT: usize = 16;
 /// group commits without being reordered.
 pub async fn handle(socket: TcpStream, broker: Arc<Broker>) -> Result<(), ConnError> {
     let _ = socket.set_nodelay(true);
+    let peer = socket
+        .peer_addr()
+        .map(|a| format!("/{}", a.ip()))
+        .unwrap_or_default();
     let (read, mut write) = socket.into_split();
     let (replies, mut queue) = mpsc::channel::<(Reply, OwnedSemaphorePermit)>(IN_FLIGHT);
     let writer = tokio::spawn(async move {
@@ -65,8 +69,13 @@ pub async fn handle(socket: TcpStream, broker: Arc<Broker>) -> Result<(), ConnEr
         }
         Ok::<(), ConnError>(())
     });
-    let read_result =
-        read_requests(BufReader::with_capacity(64 * 1024, read), &broker, replies).await;
+    let read_result = read_requests(
+        BufReader::with_capacity(64 * 1024, read),
+        &broker,
+        &peer,
+        replies,
+    )
+    .await;
     // Answers to the requests read so far still go out before closing.
     let write_result = writer
         .await
@@ -77,6 +86,7 @@ pub async fn handle(socket: TcpStream, broker: Arc<Broker>) -> Result<(), ConnEr
 async fn read_requests(
     mut read: BufReader<OwnedReadHalf>,
     broker: &Arc<Broker>,
+    peer: &str,
     replies: mpsc::Sender<(Reply, OwnedSemaphorePermit)>,
 ) -> Result<(), ConnError> {
     loop {
@@ -97,7 +107,7 @@ async fn read_requests(
         let budget = broker.request_budget(size).await;
         let mut frame = vec![0u8; size];
         read.read_exact(&mut frame).await?;
-        match handlers::dispatch(broker, Bytes::from(frame)).await {
+        match handlers::dispatch(broker, peer, Bytes::from(frame)).await {
             Ok(reply) => {
                 if replies.send((reply, budget)).await.is_err() {
                     return Ok(()); // the writer stopped: the peer is gone

@@ -29,3 +29,8 @@ pub fn storage_code(err: &StorageError) -> i16 {
     };
     e.code()
 }
+
+/// The code of an optional error: 0 (`NONE`) when there is none.
+pub fn code(error: Option<ResponseError>) -> i16 {
+    error.map_or(0, |e| e.code())
+}

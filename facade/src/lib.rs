@@ -11,6 +11,8 @@
 //!   API; `versions`: the single table of implemented APIs and versions.
 //! - `guard`: a schema walk that refuses impossible counts before the codec
 //!   allocates for them.
+//! - `groups`: membership of the consumer groups this broker coordinates
+//!   (committed offsets are in the database).
 //! - `records`: record batches in (CRC, decompression within a budget) and
 //!   out; `broker`: this broker's identity, registry heartbeat and the
 //!   name-to-partition cache; `error`: storage errors as Kafka codes.
@@ -23,6 +25,7 @@
 mod broker;
 pub mod conn;
 mod error;
+mod groups;
 mod guard;
 pub mod handlers;
 pub mod records;
@@ -35,6 +38,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 pub use broker::Broker;
+pub use groups::Limits as GroupLimits;
 
 /// Settings of the Kafka listener.
 #[derive(Debug, Clone)]
@@ -59,6 +63,8 @@ pub struct FacadeConfig {
     /// Bytes of request frames read and not yet answered, across all
     /// connections; further reads wait (a larger request takes it all).
     pub max_in_flight_bytes: usize,
+    /// Session timeout bounds and the initial rebalance delay of groups.
+    pub group_limits: GroupLimits,
 }
 
 /// Accepts Kafka connections on `listener` for the registered `broker`
@@ -68,6 +74,10 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Fu
     let heartbeat = {
         let broker = broker.clone();
         tokio::spawn(async move { broker.heartbeat_forever().await })
+    };
+    let group_timers = {
+        let broker = broker.clone();
+        tokio::spawn(async move { broker.groups.run_timers().await })
     };
     tokio::pin!(shutdown);
     loop {
@@ -96,4 +106,5 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Fu
         }
     }
     heartbeat.abort();
+    group_timers.abort();
 }

@@ -1,11 +1,11 @@
 //! FindCoordinator: the broker that coordinates a group, chosen the same way
-//! by every broker (by the key, over the live brokers), so every member of a
-//! group is sent to the same one.
+//! by every broker ([`Broker::coordinator`] over the live brokers), so every
+//! member of a group is sent to the same one.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
-use storage::BrokerInfo;
+use kafka_protocol::ResponseError;
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -36,29 +36,25 @@ pub async fn handle(
         let coordinators = request
             .coordinator_keys
             .into_iter()
-            .map(|key| {
-                let b = coordinator(&brokers, &key);
-                Coordinator::default()
+            .map(|key| match Broker::coordinator(&brokers, &key) {
+                Some(b) => Coordinator::default()
                     .with_key(key)
                     .with_node_id(BrokerId(b.id))
                     .with_host(StrBytes::from_string(b.host.clone()))
-                    .with_port(b.port)
+                    .with_port(b.port),
+                None => Coordinator::default()
+                    .with_key(key)
+                    .with_error_code(ResponseError::CoordinatorNotAvailable.code()),
             })
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
-    let b = coordinator(&brokers, &request.key);
-    FindCoordinatorResponse::default()
-        .with_node_id(BrokerId(b.id))
-        .with_host(StrBytes::from_string(b.host.clone()))
-        .with_port(b.port)
-}
-
-/// The coordinator of `key` among `brokers` (never empty: this broker is
-/// always among the live ones).
-fn coordinator<'a>(brokers: &'a [BrokerInfo], key: &str) -> &'a BrokerInfo {
-    let hash = key
-        .bytes()
-        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
-    &brokers[hash as usize % brokers.len()]
+    match Broker::coordinator(&brokers, &request.key) {
+        Some(b) => FindCoordinatorResponse::default()
+            .with_node_id(BrokerId(b.id))
+            .with_host(StrBytes::from_string(b.host.clone()))
+            .with_port(b.port),
+        None => FindCoordinatorResponse::default()
+            .with_error_code(ResponseError::CoordinatorNotAvailable.code()),
+    }
 }

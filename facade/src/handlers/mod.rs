@@ -5,19 +5,27 @@
 mod api_versions;
 mod create_partitions;
 mod create_topics;
+mod delete_groups;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
+mod describe_groups;
 mod describe_producers;
 mod fetch;
 mod find_coordinator;
+mod heartbeat;
 mod init_producer_id;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod list_offsets;
 mod metadata;
 mod offset_commit;
+mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod sync_group;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -50,6 +58,8 @@ pub struct Parsed {
     pub version: i16,
     /// The id its answer must carry.
     pub correlation_id: i32,
+    /// The client id of the header (empty when absent).
+    pub client_id: String,
     /// The body; `None` for an ApiVersions version this broker does not
     /// implement, which is answered anyway.
     pub body: Option<RequestKind>,
@@ -70,12 +80,18 @@ pub fn parse(mut frame: Bytes) -> Result<Parsed, ConnError> {
     let header = RequestHeader::decode(&mut frame, api.request_header_version(version))
         .map_err(|e| ConnError::Malformed(format!("request header: {e}")))?;
     let correlation_id = header.correlation_id;
+    let client_id = header
+        .client_id
+        .as_ref()
+        .map(|c| c.to_string())
+        .unwrap_or_default();
     if !versions::supports(api, version) {
         if api == ApiKey::ApiVersions {
             return Ok(Parsed {
                 api,
                 version,
                 correlation_id,
+                client_id,
                 body: None,
             });
         }
@@ -93,16 +109,27 @@ pub fn parse(mut frame: Bytes) -> Result<Parsed, ConnError> {
         api,
         version,
         correlation_id,
+        client_id,
         body: Some(body),
     })
 }
 
-/// Handles one request frame.
-pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Reply, ConnError> {
+/// Who sent a request: what group members are described with.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The client id of the request header.
+    pub client_id: String,
+    /// The peer's address, as `/ip` the way Kafka shows it.
+    pub host: String,
+}
+
+/// Handles one request frame from `peer`.
+pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<Reply, ConnError> {
     let Parsed {
         api,
         version,
         correlation_id,
+        client_id,
         body,
     } = parse(frame)?;
     let ready = |answer: Result<BytesMut, ConnError>| answer.map(|f| Reply::Ready(Some(f)));
@@ -115,6 +142,11 @@ pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Reply, ConnE
                     let answer = $handler::handle(broker, version, request).await;
                     ready(respond(api, version, correlation_id, &answer))
                 })*
+                Some(RequestKind::JoinGroup(request)) => {
+                    let caller = Caller { client_id, host: peer.to_owned() };
+                    let answer = join_group::handle(broker, version, request, caller).await;
+                    ready(respond(api, version, correlation_id, &answer))
+                }
                 Some(RequestKind::Produce(request)) => {
                     let completion = produce::handle(broker, version, request).await;
                     Ok(Reply::Later(Box::pin(async move {
@@ -144,6 +176,13 @@ pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Reply, ConnE
         FindCoordinator => find_coordinator,
         OffsetCommit => offset_commit,
         OffsetFetch => offset_fetch,
+        SyncGroup => sync_group,
+        Heartbeat => heartbeat,
+        LeaveGroup => leave_group,
+        DescribeGroups => describe_groups,
+        ListGroups => list_groups,
+        DeleteGroups => delete_groups,
+        OffsetDelete => offset_delete,
     )
 }
 

@@ -1,7 +1,7 @@
 //! OffsetCommit: a group's committed offsets, stored where native consumer
-//! groups keep their positions. Without group membership (JoinGroup comes
-//! later) commits are taken as from a simple consumer that manages its own
-//! assignment, which Kafka accepts from any client.
+//! groups keep their positions. A member commits with its generation; a
+//! consumer that assigns itself partitions (or an admin resetting offsets)
+//! commits with generation -1, accepted while the group has no members.
 
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -20,6 +20,18 @@ pub async fn handle(
     request: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
     let group = request.group_id.to_string();
+    let refusal = match broker.group_error(&group).await {
+        Some(error) => Some(error),
+        None => broker.groups.commit_check(
+            &group,
+            request.generation_id_or_member_epoch,
+            &request.member_id,
+            request.group_instance_id.as_deref(),
+        ),
+    };
+    if let Some(error) = refusal {
+        return refused(&request, error.code());
+    }
     let mut topics = Vec::with_capacity(request.topics.len());
     let mut commits = Vec::new();
     let mut slots = Vec::new();
@@ -64,5 +76,28 @@ pub async fn handle(
             topics[t].partitions[p].error_code = code;
         }
     }
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// The same error for every partition of the request.
+fn refused(request: &OffsetCommitRequest, code: i16) -> OffsetCommitResponse {
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            OffsetCommitResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            OffsetCommitResponsePartition::default()
+                                .with_partition_index(p.partition_index)
+                                .with_error_code(code)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
     OffsetCommitResponse::default().with_topics(topics)
 }

@@ -9,6 +9,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 };
 use kafka_protocol::messages::{GroupId, OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
 use storage::offsets::CommittedOffset;
 
 use crate::broker::Broker;
@@ -103,6 +104,11 @@ async fn fetch(
     group: &GroupId,
     wanted: Option<Vec<(String, Vec<i32>)>>,
 ) -> (Vec<(String, Vec<Row>)>, i16) {
+    match broker.coordinates(group).await {
+        Ok(true) => {}
+        Ok(false) => return (Vec::new(), ResponseError::NotCoordinator.code()),
+        Err(e) => return (Vec::new(), storage_code(&e)),
+    }
     let committed = match broker.engine.committed_offsets(group).await {
         Ok(c) => c,
         Err(e) => return (Vec::new(), storage_code(&e)),

@@ -1,0 +1,231 @@
+//! The group coordinator of this broker: the membership of the consumer
+//! groups it coordinates, in memory, with a timer that expires sessions and
+//! completes rebalances.
+//!
+//! Only membership lives here. Committed offsets are in the database, so
+//! when this broker dies the groups' members find the new coordinator
+//! (FindCoordinator picks it among the live brokers), are told their member
+//! ids are unknown, rejoin there and resume from the offsets they committed.
+
+mod group;
+mod member;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use tokio::time::Instant;
+
+pub use group::{JoinAnswer, Limits, MemberSummary, State, SyncAnswer};
+pub use member::JoinRequest;
+
+use group::{Group, Ms, Pending};
+
+/// How often sessions and rebalance deadlines are checked.
+const TICK: Duration = Duration::from_millis(100);
+
+/// A group as DescribeGroups and ListGroups show it.
+#[derive(Debug, Clone)]
+pub struct GroupSummary {
+    /// Its state.
+    pub state: State,
+    /// The protocol type its members joined with.
+    pub protocol_type: String,
+    /// The generation's protocol.
+    pub protocol: String,
+    /// Its members.
+    pub members: Vec<MemberSummary>,
+}
+
+/// The groups this broker coordinates.
+#[derive(Debug)]
+pub struct Coordinator {
+    groups: Mutex<HashMap<String, Group>>,
+    limits: Limits,
+    started: Instant,
+}
+
+impl Coordinator {
+    /// A coordinator with no groups.
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            groups: Mutex::new(HashMap::new()),
+            limits,
+            started: Instant::now(),
+        }
+    }
+
+    /// Expires sessions and completes rebalances until the task is dropped.
+    pub async fn run_timers(&self) {
+        let mut tick = tokio::time::interval(TICK);
+        loop {
+            tick.tick().await;
+            let now = self.now();
+            let mut groups = self.lock();
+            for group in groups.values_mut() {
+                group.tick(now);
+            }
+            groups.retain(|_, g| !g.is_idle());
+        }
+    }
+
+    /// JoinGroup; waits for the rebalance when the member must.
+    pub async fn join(&self, group_id: &str, request: JoinRequest) -> JoinAnswer {
+        let member_id = request.member_id.clone();
+        let failed = |error| JoinAnswer {
+            error: Some(error),
+            generation: -1,
+            member_id,
+            ..JoinAnswer::default()
+        };
+        match self.with_group(group_id, true, |g, now| g.join(request, now)) {
+            Some(Pending::Now(answer)) => answer,
+            Some(Pending::Later(rx)) => rx
+                .await
+                .unwrap_or_else(|_| failed(ResponseError::UnknownMemberId)),
+            // `create` always finds the group; answer something retriable anyway.
+            None => failed(ResponseError::CoordinatorNotAvailable),
+        }
+    }
+
+    /// SyncGroup; waits for the leader's assignment when it must.
+    pub async fn sync(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        protocol: (Option<&str>, Option<&str>),
+        assignments: Vec<(String, Bytes)>,
+    ) -> SyncAnswer {
+        let pending = self.with_group(group_id, false, |g, now| {
+            g.sync(
+                generation,
+                member_id,
+                instance_id,
+                protocol,
+                assignments,
+                now,
+            )
+        });
+        let unknown = || SyncAnswer {
+            error: Some(ResponseError::UnknownMemberId),
+            ..SyncAnswer::default()
+        };
+        match pending {
+            Some(Pending::Now(answer)) => answer,
+            Some(Pending::Later(rx)) => rx.await.unwrap_or_else(|_| unknown()),
+            None => unknown(),
+        }
+    }
+
+    /// Heartbeat: `None` when the member is in good standing.
+    pub fn heartbeat(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> Option<ResponseError> {
+        self.with_group(group_id, false, |g, now| {
+            g.heartbeat(generation, member_id, instance_id, now)
+        })
+        .unwrap_or(Some(ResponseError::UnknownMemberId))
+    }
+
+    /// LeaveGroup: an answer per leaving member.
+    pub fn leave(
+        &self,
+        group_id: &str,
+        leaving: &[(String, Option<String>)],
+    ) -> Vec<Option<ResponseError>> {
+        self.with_group(group_id, false, |g, now| g.leave(leaving, now))
+            .unwrap_or_else(|| vec![Some(ResponseError::UnknownMemberId); leaving.len()])
+    }
+
+    /// Whether an OffsetCommit of this generation and member may be stored:
+    /// a group without members accepts commits of generation -1 only.
+    pub fn commit_check(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> Option<ResponseError> {
+        self.with_group(group_id, false, |g, now| {
+            g.commit_check(generation, member_id, instance_id, now)
+        })
+        .unwrap_or_else(|| (generation >= 0).then_some(ResponseError::IllegalGeneration))
+    }
+
+    /// The group's membership, if it has any.
+    pub fn describe(&self, group_id: &str) -> Option<GroupSummary> {
+        self.lock().get(group_id).map(summary)
+    }
+
+    /// Every group with members, by id.
+    pub fn list(&self) -> Vec<(String, GroupSummary)> {
+        self.lock()
+            .iter()
+            .map(|(id, g)| (id.clone(), summary(g)))
+            .collect()
+    }
+
+    /// The subscription metadata of the members of a group (empty when it
+    /// has none), for OffsetDelete.
+    pub fn member_metadata(&self, group_id: &str) -> Vec<Bytes> {
+        self.lock()
+            .get(group_id)
+            .filter(|g| g.protocol_type() == Some("consumer"))
+            .map(Group::member_metadata)
+            .unwrap_or_default()
+    }
+
+    /// Whether the group has members (it cannot be deleted then).
+    pub fn has_members(&self, group_id: &str) -> bool {
+        self.lock().get(group_id).is_some_and(|g| !g.is_idle())
+    }
+
+    fn with_group<T>(
+        &self,
+        group_id: &str,
+        create: bool,
+        f: impl FnOnce(&mut Group, Ms) -> T,
+    ) -> Option<T> {
+        let now = self.now();
+        let mut groups = self.lock();
+        let group = if create {
+            groups
+                .entry(group_id.to_owned())
+                .or_insert_with(|| Group::new(self.limits))
+        } else {
+            groups.get_mut(group_id)?
+        };
+        let answer = f(group, now);
+        if group.is_idle() {
+            groups.remove(group_id);
+        }
+        Some(answer)
+    }
+
+    fn now(&self) -> Ms {
+        Ms::try_from(self.started.elapsed().as_millis()).unwrap_or(Ms::MAX)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Group>> {
+        self.groups.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn summary(g: &Group) -> GroupSummary {
+    GroupSummary {
+        state: g.state(),
+        protocol_type: g.protocol_type().unwrap_or_default().to_owned(),
+        protocol: g.protocol().unwrap_or_default().to_owned(),
+        members: g.describe(),
+    }
+}

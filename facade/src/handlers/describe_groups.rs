@@ -1,0 +1,60 @@
+//! DescribeGroups: state, protocol and members of each group. A group with
+//! committed offsets and no members (a Kafka group between runs, or a
+//! native consumer group) is `Empty`; an unknown one is `Dead`, as Kafka
+//! answers.
+
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::broker::Broker;
+use crate::error::storage_code;
+use crate::groups::State;
+
+/// Describes each group this broker coordinates.
+pub async fn handle(
+    broker: &Broker,
+    _version: i16,
+    request: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
+    let mut groups = Vec::with_capacity(request.groups.len());
+    for id in request.groups {
+        groups.push(describe(broker, id).await);
+    }
+    DescribeGroupsResponse::default().with_groups(groups)
+}
+
+async fn describe(broker: &Broker, id: kafka_protocol::messages::GroupId) -> DescribedGroup {
+    let name = id.to_string();
+    let described = DescribedGroup::default().with_group_id(id);
+    if let Some(error) = broker.group_error(&name).await {
+        return described.with_error_code(error.code());
+    }
+    if let Some(group) = broker.groups.describe(&name) {
+        let members = group
+            .members
+            .into_iter()
+            .map(|m| {
+                DescribedGroupMember::default()
+                    .with_member_id(StrBytes::from_string(m.member_id))
+                    .with_group_instance_id(m.instance_id.map(StrBytes::from_string))
+                    .with_client_id(StrBytes::from_string(m.client_id))
+                    .with_client_host(StrBytes::from_string(m.client_host))
+                    .with_member_metadata(m.metadata)
+                    .with_member_assignment(m.assignment)
+            })
+            .collect();
+        return described
+            .with_group_state(StrBytes::from_static_str(group.state.name()))
+            .with_protocol_type(StrBytes::from_string(group.protocol_type))
+            .with_protocol_data(StrBytes::from_string(group.protocol))
+            .with_members(members);
+    }
+    match broker.engine.committed_offsets(&name).await {
+        Ok(offsets) if offsets.is_empty() => {
+            described.with_group_state(StrBytes::from_static_str("Dead"))
+        }
+        Ok(_) => described.with_group_state(StrBytes::from_static_str(State::Empty.name())),
+        Err(e) => described.with_error_code(storage_code(&e)),
+    }
+}

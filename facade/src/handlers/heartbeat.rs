@@ -1,0 +1,25 @@
+//! Heartbeat: a member keeps its session and learns of a rebalance.
+
+use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
+
+use crate::broker::Broker;
+use crate::error::code;
+
+/// Renews the member's session.
+pub async fn handle(
+    broker: &Broker,
+    _version: i16,
+    request: HeartbeatRequest,
+) -> HeartbeatResponse {
+    let group = request.group_id.to_string();
+    let error = match broker.group_error(&group).await {
+        Some(error) => Some(error),
+        None => broker.groups.heartbeat(
+            &group,
+            request.generation_id,
+            &request.member_id,
+            request.group_instance_id.as_deref(),
+        ),
+    };
+    HeartbeatResponse::default().with_error_code(code(error))
+}
