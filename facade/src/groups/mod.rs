@@ -82,14 +82,23 @@ impl Coordinator {
             member_id,
             ..JoinAnswer::default()
         };
-        match self.with_group(group_id, true, |g, now| g.join(request, now)) {
+        let answer = match self.with_group(group_id, true, |g, now| g.join(request, now)) {
             Some(Pending::Now(answer)) => answer,
             Some(Pending::Later(rx)) => rx
                 .await
                 .unwrap_or_else(|_| failed(ResponseError::UnknownMemberId)),
             // `create` always finds the group; answer something retriable anyway.
             None => failed(ResponseError::CoordinatorNotAvailable),
-        }
+        };
+        tracing::debug!(
+            group = group_id,
+            member = %answer.member_id,
+            generation = answer.generation,
+            error = ?answer.error,
+            leader = %answer.leader,
+            "kafka group: join answered"
+        );
+        answer
     }
 
     /// SyncGroup; waits for the leader's assignment when it must.
@@ -116,11 +125,19 @@ impl Coordinator {
             error: Some(ResponseError::UnknownMemberId),
             ..SyncAnswer::default()
         };
-        match pending {
+        let answer = match pending {
             Some(Pending::Now(answer)) => answer,
             Some(Pending::Later(rx)) => rx.await.unwrap_or_else(|_| unknown()),
             None => unknown(),
-        }
+        };
+        tracing::debug!(
+            group = group_id,
+            member = member_id,
+            generation,
+            error = ?answer.error,
+            "kafka group: sync answered"
+        );
+        answer
     }
 
     /// Heartbeat: `None` when the member is in good standing.
@@ -131,10 +148,21 @@ impl Coordinator {
         member_id: &str,
         instance_id: Option<&str>,
     ) -> Option<ResponseError> {
-        self.with_group(group_id, false, |g, now| {
-            g.heartbeat(generation, member_id, instance_id, now)
-        })
-        .unwrap_or(Some(ResponseError::UnknownMemberId))
+        let error = self
+            .with_group(group_id, false, |g, now| {
+                g.heartbeat(generation, member_id, instance_id, now)
+            })
+            .unwrap_or(Some(ResponseError::UnknownMemberId));
+        if error.is_some() {
+            tracing::debug!(
+                group = group_id,
+                member = member_id,
+                generation,
+                ?error,
+                "kafka group: heartbeat refused"
+            );
+        }
+        error
     }
 
     /// LeaveGroup: an answer per leaving member.

@@ -9,7 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::Caller;
 use crate::broker::Broker;
 use crate::error::code;
-use crate::groups::JoinRequest;
+use crate::groups::{JoinAnswer, JoinRequest};
 
 /// Joins `caller` to the group and answers once it may go on to SyncGroup.
 pub async fn handle(
@@ -19,8 +19,8 @@ pub async fn handle(
     caller: Caller,
 ) -> JoinGroupResponse {
     let group = request.group_id.to_string();
-    let mut answer = match broker.group_error(&group).await {
-        Some(error) => crate::groups::JoinAnswer {
+    let answer = match broker.group_error(&group).await {
+        Some(error) => JoinAnswer {
             error: Some(error),
             generation: -1,
             member_id: request.member_id.to_string(),
@@ -50,6 +50,11 @@ pub async fn handle(
             broker.groups.join(&group, join).await
         }
     };
+    response(version, answer)
+}
+
+/// The answer as JoinGroup `version` can carry it.
+fn response(version: i16, mut answer: JoinAnswer) -> JoinGroupResponse {
     // Before v7 the protocol name is not nullable.
     if version < 7 && answer.protocol.is_none() {
         answer.protocol = Some(String::new());
@@ -60,7 +65,9 @@ pub async fn handle(
         .with_protocol_type(answer.protocol_type.map(StrBytes::from_string))
         .with_protocol_name(answer.protocol.map(StrBytes::from_string))
         .with_leader(StrBytes::from_string(answer.leader))
-        .with_skip_assignment(answer.skip_assignment)
+        // Before v9 a static leader rejoining a stable group computes an
+        // assignment that SyncGroup then ignores, as Kafka does.
+        .with_skip_assignment(version >= 9 && answer.skip_assignment)
         .with_member_id(StrBytes::from_string(answer.member_id))
         .with_members(
             answer
@@ -74,4 +81,43 @@ pub async fn handle(
                 })
                 .collect(),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+    use kafka_protocol::protocol::Encodable;
+
+    use super::*;
+
+    #[test]
+    fn every_answer_encodes_at_every_version() {
+        let full = JoinAnswer {
+            error: None,
+            generation: 3,
+            protocol_type: Some("consumer".into()),
+            protocol: Some("range".into()),
+            leader: "m-1".into(),
+            member_id: "m-1".into(),
+            members: vec![(
+                "m-1".into(),
+                Some("static-1".into()),
+                Bytes::from_static(b"meta"),
+            )],
+            skip_assignment: true,
+        };
+        let failed = JoinAnswer {
+            error: Some(kafka_protocol::ResponseError::MemberIdRequired),
+            generation: -1,
+            member_id: "m-2".into(),
+            ..JoinAnswer::default()
+        };
+        for version in 2..=9 {
+            for answer in [full.clone(), failed.clone()] {
+                response(version, answer)
+                    .encode(&mut BytesMut::new(), version)
+                    .unwrap_or_else(|e| panic!("JoinGroup v{version}: {e}"));
+            }
+        }
+    }
 }

@@ -30,6 +30,13 @@ pub async fn handle(
         ),
     };
     if let Some(error) = refusal {
+        tracing::debug!(
+            group,
+            generation = request.generation_id_or_member_epoch,
+            member = %request.member_id,
+            ?error,
+            "kafka: commit refused"
+        );
         return refused(&request, error.code());
     }
     let mut topics = Vec::with_capacity(request.topics.len());
