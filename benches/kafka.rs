@@ -1,8 +1,12 @@
 //! Kafka throughput and latency with librdkafka against the release binary:
 //! 1,000,000 records of 100 bytes (acks=all, batches up to 1 MiB) to 1 and
 //! 8 partitions, produced then consumed, on SQLite and PostgreSQL; then the
-//! end-to-end latency (p50/p99) of a steady stream of 2,000 records/s.
-//! Prints records/s, MB/s and the broker's peak resident memory (VmHWM).
+//! end-to-end latency (p50/p99) of a steady stream of 2,000 records/s; and
+//! on 8 partitions a consumer group of three librdkafka members subscribing
+//! (time from subscribe until all three receive records, with the broker's
+//! default 3 s initial rebalance delay, then group throughput with
+//! auto-commit). Prints records/s, MB/s and the broker's peak resident
+//! memory (VmHWM).
 //!
 //! `cargo bench --bench kafka` runs everything; `-- --backend sqlite`,
 //! `--records N` narrow it; `--idempotent true` produces with
@@ -102,6 +106,53 @@ fn consume(broker: &Broker, topic: &str, partitions: i32, records: usize) -> f64
     started.elapsed().as_secs_f64()
 }
 
+/// Three members of one group subscribe to `topic` and consume its
+/// `records` together: (time until every member had records, total time).
+fn group_consume(broker: &Broker, topic: &str, records: usize) -> (Duration, Duration) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let total = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let members: Vec<_> = (0..3)
+        .map(|_| {
+            let consumer: BaseConsumer = client(broker)
+                .set("group.id", "bench-group")
+                .set("auto.offset.reset", "earliest")
+                .set("queued.max.messages.kbytes", "262144")
+                .create()
+                .expect("consumer");
+            let total = total.clone();
+            let topic = topic.to_owned();
+            std::thread::spawn(move || {
+                consumer.subscribe(&[&topic]).expect("subscribe");
+                let mut first = None;
+                let mut idle = Instant::now();
+                while total.load(Ordering::Relaxed) < records {
+                    match consumer.poll(Duration::from_millis(100)) {
+                        Some(m) => {
+                            m.expect("message");
+                            first.get_or_insert_with(|| started.elapsed());
+                            total.fetch_add(1, Ordering::Relaxed);
+                            idle = Instant::now();
+                        }
+                        None => assert!(
+                            idle.elapsed() < Duration::from_secs(30),
+                            "group member stalled"
+                        ),
+                    }
+                }
+                first.unwrap_or(Duration::MAX)
+            })
+        })
+        .collect();
+    let firsts: Vec<Duration> = members
+        .into_iter()
+        .map(|m| m.join().expect("member"))
+        .collect();
+    let all_consuming = firsts.into_iter().max().unwrap_or(Duration::MAX);
+    (all_consuming, started.elapsed())
+}
+
 const LATENCY_TOPIC: &str = "latency";
 
 fn latency(broker: &Broker, topic: &str) -> (Duration, Duration) {
@@ -193,6 +244,13 @@ async fn main() {
                     mb / consumed,
                     peak_rss_mib(broker.child.id()),
                 );
+                if partitions == 8 {
+                    let (joined, took) = group_consume(&broker, topic, n);
+                    println!(
+                        "{backend:8} group of 3 on 8 partitions: all consuming after {joined:.2?}; {:>9.0} rec/s including the join",
+                        n as f64 / took.as_secs_f64(),
+                    );
+                }
                 broker
             })
             .await

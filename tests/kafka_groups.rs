@@ -1,0 +1,561 @@
+//! Kafka consumer groups end to end with librdkafka (the `rdkafka` crate in
+//! process, and `kcat` as a member that can be killed with SIGKILL) against
+//! the running binary: commits and resumption, three members over eight
+//! partitions losing one, a member leaving, static members coming back,
+//! and the coordinator broker dying under a group on PostgreSQL.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::{
+    ApiKey, FindCoordinatorRequest, FindCoordinatorResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use support::{Broker, TestDb};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// Brokers in these tests wait this long for more members of a new group.
+const BROKER_FLAGS: &[&str] = &["--group-initial-rebalance-delay-ms", "300"];
+
+/// Records every assignment a member receives.
+#[derive(Default)]
+struct Recorder {
+    assignments: Mutex<Vec<BTreeSet<i32>>>,
+}
+
+impl Recorder {
+    fn current(&self) -> BTreeSet<i32> {
+        self.assignments
+            .lock()
+            .expect("lock")
+            .last()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn rebalances(&self) -> usize {
+        self.assignments.lock().expect("lock").len()
+    }
+}
+
+impl ClientContext for Recorder {}
+
+impl ConsumerContext for Recorder {
+    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let mut assignments = self.assignments.lock().expect("lock");
+        match rebalance {
+            Rebalance::Assign(tpl) => {
+                assignments.push(tpl.elements().iter().map(|e| e.partition()).collect())
+            }
+            Rebalance::Revoke(_) => assignments.push(BTreeSet::new()),
+            Rebalance::Error(_) => {}
+        }
+    }
+}
+
+type Member = BaseConsumer<Recorder>;
+
+fn member(bootstrap: &str, group: &str, extra: &[(&str, &str)]) -> Arc<Member> {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4")
+        .set("group.id", group)
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "6000")
+        .set("heartbeat.interval.ms", "500")
+        .set("fetch.wait.max.ms", "100")
+        .set("topic.metadata.refresh.interval.ms", "1000");
+    for (k, v) in extra {
+        c.set(*k, *v);
+    }
+    Arc::new(
+        c.create_with_context(Recorder::default())
+            .expect("consumer"),
+    )
+}
+
+/// Polls `member` on a thread until `stop`, collecting (partition, number).
+fn poll_in_background(
+    member: Arc<Member>,
+    stop: Arc<AtomicBool>,
+) -> (Arc<Mutex<Vec<(i32, u32)>>>, std::thread::JoinHandle<()>) {
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    let handle = std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            if let Some(Ok(m)) = member.poll(Duration::from_millis(100)) {
+                sink.lock().expect("lock").push((m.partition(), number(&m)));
+            }
+        }
+    });
+    (got, handle)
+}
+
+fn number(m: &impl Message) -> u32 {
+    std::str::from_utf8(m.payload().expect("value"))
+        .expect("utf-8")
+        .parse()
+        .expect("a number")
+}
+
+async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4")
+        .create()
+        .expect("admin client");
+    for r in admin
+        .create_topics(
+            &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
+            &AdminOptions::new(),
+        )
+        .await
+        .expect("create topics")
+    {
+        r.expect("topic created");
+    }
+}
+
+/// Produces the numbers `range` to `topic`, number n to partition n % `partitions`.
+async fn produce(bootstrap: &str, topic: &str, partitions: u32, range: std::ops::Range<u32>) {
+    let p: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4")
+        .set("linger.ms", "5")
+        .create()
+        .expect("producer");
+    let mut pending = Vec::new();
+    for n in range {
+        let body = n.to_string();
+        let record = FutureRecord::<[u8], [u8]>::to(topic)
+            .partition((n % partitions) as i32)
+            .payload(body.as_bytes());
+        // Queued without waiting, so the records share batches.
+        match p.send_result(record) {
+            Ok(delivery) => pending.push(delivery),
+            Err((e, _)) => panic!("queue full or closed: {e}"),
+        }
+    }
+    for delivery in pending {
+        delivery
+            .await
+            .expect("delivered or failed")
+            .unwrap_or_else(|(e, _)| panic!("produce failed: {e}"));
+    }
+}
+
+/// Waits until `done` holds, failing with `what` after [`TIMEOUT`].
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The port of the broker that coordinates `group`, asked of `kafka`.
+fn coordinator_port(kafka: &str, group: &str) -> i32 {
+    use std::io::{Read, Write};
+    let header = RequestHeader::default()
+        .with_request_api_key(ApiKey::FindCoordinator as i16)
+        .with_request_api_version(3)
+        .with_correlation_id(1);
+    let mut body = bytes::BytesMut::new();
+    header.encode(&mut body, 2).expect("header");
+    FindCoordinatorRequest::default()
+        .with_key(StrBytes::from_string(group.to_owned()))
+        .encode(&mut body, 3)
+        .expect("body");
+    let mut stream = std::net::TcpStream::connect(kafka).expect("connect");
+    stream
+        .write_all(&(body.len() as i32).to_be_bytes())
+        .and_then(|()| stream.write_all(&body))
+        .expect("send");
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).expect("answer length");
+    let mut answer = vec![0u8; i32::from_be_bytes(len) as usize];
+    stream.read_exact(&mut answer).expect("answer");
+    let mut answer = bytes::Bytes::from(answer);
+    ResponseHeader::decode(&mut answer, 1).expect("header");
+    let response = FindCoordinatorResponse::decode(&mut answer, 3).expect("response");
+    assert_eq!(response.error_code, 0);
+    response.port
+}
+
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = crate::TestDb::sqlite();
+                    let broker = crate::Broker::start(&db.url, crate::BROKER_FLAGS);
+                    crate::$name(&broker).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = crate::TestDb::postgres().await;
+                    let broker = crate::Broker::start(&db.url, crate::BROKER_FLAGS);
+                    crate::$name(&broker).await;
+                    drop(broker);
+                    db.drop_db().await;
+                }
+            )*
+        }
+    };
+}
+
+both_backends!(
+    a_member_resumes_at_its_committed_offset,
+    three_members_share_eight_partitions_and_outlive_a_killed_one,
+    a_leaving_member_hands_its_partitions_over_at_once,
+    static_members_come_back_without_a_rebalance,
+);
+
+async fn a_member_resumes_at_its_committed_offset(broker: &Broker) {
+    create_topic(&broker.kafka, "resume", 2).await;
+    produce(&broker.kafka, "resume", 2, 0..20).await;
+
+    let first = member(
+        &broker.kafka,
+        "resumers",
+        &[("enable.auto.commit", "false")],
+    );
+    first.subscribe(&["resume"]).expect("subscribe");
+    let mut seen = BTreeSet::new();
+    wait_for("the first ten records", || {
+        if let Some(Ok(m)) = first.poll(Duration::from_millis(100)) {
+            seen.insert(number(&m));
+        }
+        seen.len() == 10
+    });
+    first
+        .commit_consumer_state(CommitMode::Sync)
+        .expect("commit");
+    drop(first); // leaves the group
+
+    let second = member(
+        &broker.kafka,
+        "resumers",
+        &[("enable.auto.commit", "false")],
+    );
+    second.subscribe(&["resume"]).expect("subscribe");
+    let mut rest = BTreeSet::new();
+    wait_for("the other ten records", || {
+        if let Some(Ok(m)) = second.poll(Duration::from_millis(100)) {
+            assert!(rest.insert(number(&m)), "a record came twice to one member");
+        }
+        rest.len() == 10
+    });
+    assert!(
+        seen.is_disjoint(&rest),
+        "the second member starts at the commit: {seen:?} / {rest:?}"
+    );
+    let end = Instant::now() + Duration::from_millis(1_500);
+    while Instant::now() < end {
+        if let Some(Ok(m)) = second.poll(Duration::from_millis(100)) {
+            panic!("nothing else is left, got {}", number(&m));
+        }
+    }
+    assert_eq!(seen.union(&rest).count(), 20);
+}
+
+/// A kcat (librdkafka) member of `group` printing "partition number" lines.
+struct Kcat {
+    child: std::process::Child,
+    lines: Arc<Mutex<Vec<(i32, u32)>>>,
+}
+
+impl Kcat {
+    fn join(bootstrap: &str, group: &str, topic: &str) -> Self {
+        let mut child = Command::new("kcat")
+            .args(["-b", bootstrap, "-G", group, topic, "-u", "-q"])
+            .args(["-f", "%p %s\\n"])
+            .args(["-X", "auto.offset.reset=earliest"])
+            .args(["-X", "session.timeout.ms=6000"])
+            .args(["-X", "heartbeat.interval.ms=500"])
+            .args(["-X", "auto.commit.interval.ms=200"])
+            .args(["-X", "broker.address.family=v4"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("kcat is needed for this test (apt-get install kcat; .ci/run does): {e}")
+            });
+        let stdout = child.stdout.take().expect("stdout");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let mut fields = line.split_whitespace();
+                if let (Some(p), Some(n)) = (fields.next(), fields.next()) {
+                    if let (Ok(p), Ok(n)) = (p.parse(), n.parse()) {
+                        sink.lock().expect("lock").push((p, n));
+                    }
+                }
+            }
+        });
+        Self { child, lines }
+    }
+}
+
+impl Drop for Kcat {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn three_members_share_eight_partitions_and_outlive_a_killed_one(broker: &Broker) {
+    const FIRST: u32 = 4_000;
+    create_topic(&broker.kafka, "eight", 8).await;
+    produce(&broker.kafka, "eight", 8, 0..FIRST).await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let a = member(&broker.kafka, "trio", &[("auto.commit.interval.ms", "200")]);
+    let b = member(&broker.kafka, "trio", &[("auto.commit.interval.ms", "200")]);
+    a.subscribe(&["eight"]).expect("subscribe");
+    b.subscribe(&["eight"]).expect("subscribe");
+    let mut k = Kcat::join(&broker.kafka, "trio", "eight");
+    let (got_a, ta) = poll_in_background(a.clone(), stop.clone());
+    let (got_b, tb) = poll_in_background(b.clone(), stop.clone());
+
+    // All three hold partitions: a and b together hold fewer than eight,
+    // and the kcat member has consumed.
+    wait_for("three members sharing the partitions", || {
+        let held = a.context().current().len() + b.context().current().len();
+        (1..8).contains(&held) && !k.lines.lock().expect("lock").is_empty()
+    });
+    let shared = (a.context().current(), b.context().current());
+    assert!(
+        !shared.0.is_empty() && !shared.1.is_empty(),
+        "each member has partitions: {shared:?}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    k.child.kill().expect("SIGKILL kcat");
+    let _ = k.child.wait();
+    let killed: Vec<(i32, u32)> = k.lines.lock().expect("lock").clone();
+
+    // Records produced after the kill must reach the survivors.
+    produce(&broker.kafka, "eight", 8, FIRST..2 * FIRST).await;
+    let everything = |got_a: &Mutex<Vec<(i32, u32)>>, got_b: &Mutex<Vec<(i32, u32)>>| {
+        let mut all: BTreeMap<u32, usize> = BTreeMap::new();
+        for (_, n) in got_a
+            .lock()
+            .expect("lock")
+            .iter()
+            .chain(got_b.lock().expect("lock").iter())
+            .chain(killed.iter())
+        {
+            *all.entry(*n).or_default() += 1;
+        }
+        all
+    };
+    wait_for("every record, after the survivors took over", || {
+        everything(&got_a, &got_b).len() == 2 * FIRST as usize
+    });
+    stop.store(true, Ordering::Relaxed);
+    ta.join().expect("poller a");
+    tb.join().expect("poller b");
+
+    let after: BTreeSet<i32> = a
+        .context()
+        .current()
+        .union(&b.context().current())
+        .copied()
+        .collect();
+    assert_eq!(
+        after,
+        (0..8).collect(),
+        "the survivors hold every partition"
+    );
+    // Records seen twice were the killed member's uncommitted tail (kcat
+    // commits only when it closes, so that is all it consumed).
+    let killed_numbers: BTreeSet<u32> = killed.iter().map(|(_, n)| *n).collect();
+    let twice: Vec<u32> = everything(&got_a, &got_b)
+        .into_iter()
+        .filter(|(_, count)| *count > 1)
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        twice.iter().all(|n| killed_numbers.contains(n)),
+        "only the killed member's records come twice, not {:?}",
+        twice
+            .iter()
+            .filter(|n| !killed_numbers.contains(n))
+            .take(10)
+            .collect::<Vec<_>>()
+    );
+    println!(
+        "trio: kcat consumed {} before SIGKILL; {} records came twice",
+        killed.len(),
+        twice.len()
+    );
+}
+
+async fn a_leaving_member_hands_its_partitions_over_at_once(broker: &Broker) {
+    create_topic(&broker.kafka, "handover", 4).await;
+    let slow = [("session.timeout.ms", "30000")];
+    let a = member(&broker.kafka, "leavers", &slow);
+    let b = member(&broker.kafka, "leavers", &slow);
+    a.subscribe(&["handover"]).expect("subscribe");
+    b.subscribe(&["handover"]).expect("subscribe");
+    wait_for("two members with two partitions each", || {
+        a.poll(Duration::from_millis(20));
+        b.poll(Duration::from_millis(20));
+        a.context().current().len() == 2 && b.context().current().len() == 2
+    });
+    let left = Instant::now();
+    drop(b); // LeaveGroup
+    wait_for("the remaining member to hold all four", || {
+        a.poll(Duration::from_millis(50));
+        a.context().current().len() == 4
+    });
+    // The session timeout is 30 s: only the LeaveGroup explains a handover
+    // well before it.
+    assert!(
+        left.elapsed() < Duration::from_secs(15),
+        "handover took {:?}",
+        left.elapsed()
+    );
+}
+
+async fn static_members_come_back_without_a_rebalance(broker: &Broker) {
+    create_topic(&broker.kafka, "statics", 4).await;
+    let as_instance = |id| [("group.instance.id", id), ("session.timeout.ms", "30000")];
+    let a = member(&broker.kafka, "static", &as_instance("a"));
+    let b = member(&broker.kafka, "static", &as_instance("b"));
+    a.subscribe(&["statics"]).expect("subscribe");
+    b.subscribe(&["statics"]).expect("subscribe");
+    wait_for("two static members with two partitions each", || {
+        a.poll(Duration::from_millis(20));
+        b.poll(Duration::from_millis(20));
+        a.context().current().len() == 2 && b.context().current().len() == 2
+    });
+    let held_by_b = b.context().current();
+    let rebalances_of_a = a.context().rebalances();
+    drop(b); // a static member sends no LeaveGroup
+
+    let b_again = member(&broker.kafka, "static", &as_instance("b"));
+    b_again.subscribe(&["statics"]).expect("subscribe");
+    wait_for("b to come back", || {
+        a.poll(Duration::from_millis(20));
+        b_again.poll(Duration::from_millis(20));
+        !b_again.context().current().is_empty()
+    });
+    assert_eq!(
+        b_again.context().current(),
+        held_by_b,
+        "b gets back what it had"
+    );
+    let settle = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < settle {
+        a.poll(Duration::from_millis(50));
+        b_again.poll(Duration::from_millis(50));
+    }
+    assert_eq!(
+        a.context().rebalances(),
+        rebalances_of_a,
+        "a saw no rebalance while b was away and back"
+    );
+    assert_eq!(a.context().current().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_group_continues_when_its_coordinator_broker_dies() {
+    let db = TestDb::postgres().await;
+    let one = Broker::start(&db.url, BROKER_FLAGS);
+    let two = Broker::start(&db.url, BROKER_FLAGS);
+    let bootstrap = format!("{},{}", one.kafka, two.kafka);
+    create_topic(&bootstrap, "failover", 4).await;
+    produce(&bootstrap, "failover", 4, 0..2_000).await;
+
+    let extra = [("enable.auto.commit", "false")];
+    let a = member(&bootstrap, "movers", &extra);
+    let b = member(&bootstrap, "movers", &extra);
+    a.subscribe(&["failover"]).expect("subscribe");
+    b.subscribe(&["failover"]).expect("subscribe");
+    let mut seen: BTreeMap<u32, usize> = BTreeMap::new();
+    let drain = |seen: &mut BTreeMap<u32, usize>| {
+        for c in [&a, &b] {
+            if let Some(Ok(m)) = c.poll(Duration::from_millis(20)) {
+                *seen.entry(number(&m)).or_default() += 1;
+            }
+        }
+    };
+    wait_for("the first records", || {
+        drain(&mut seen);
+        seen.len() >= 1_000
+    });
+    for c in [&a, &b] {
+        if !c.assignment().expect("assignment").elements().is_empty() {
+            c.commit_consumer_state(CommitMode::Sync).expect("commit");
+        }
+    }
+    let coordinator = coordinator_port(&one.kafka, "movers");
+    let port = |b: &Broker| b.kafka.rsplit(':').next().and_then(|p| p.parse().ok());
+    let (mut dead, survivor) = if port(&one) == Some(coordinator) {
+        (one, two)
+    } else {
+        (two, one)
+    };
+    dead.child.kill().expect("SIGKILL the coordinator");
+    let _ = dead.child.wait();
+
+    produce(&survivor.kafka, "failover", 4, 2_000..3_000).await;
+    wait_for("every record through the new coordinator", || {
+        drain(&mut seen);
+        seen.len() == 3_000
+    });
+    for c in [&a, &b] {
+        if !c.assignment().expect("assignment").elements().is_empty() {
+            c.commit_consumer_state(CommitMode::Sync).expect("commit");
+        }
+    }
+    assert_ne!(
+        coordinator_port(&survivor.kafka, "movers"),
+        coordinator,
+        "the survivor coordinates now"
+    );
+    // Every committed offset is there: the group's position is the end.
+    assert_eq!(
+        committed_total(&survivor, "movers", "failover").await,
+        3_000,
+        "committed positions add up to every record"
+    );
+    drop((a, b, survivor));
+    db.drop_db().await;
+}
+
+/// The sum of the group's committed offsets on `topic`, read over the HTTP API.
+async fn committed_total(broker: &Broker, group: &str, topic: &str) -> i64 {
+    let body: serde_json::Value =
+        reqwest::get(format!("{}/api/v1/consumer-groups/{group}", broker.http))
+            .await
+            .expect("GET")
+            .json()
+            .await
+            .expect("JSON");
+    body[topic]["partitions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no positions on {topic} in {body}"))
+        .iter()
+        .map(|p| p["committedOffset"].as_i64().expect("an offset"))
+        .sum()
+}
