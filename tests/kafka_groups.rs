@@ -226,6 +226,7 @@ both_backends!(
     three_members_share_eight_partitions_and_outlive_a_killed_one,
     a_leaving_member_hands_its_partitions_over_at_once,
     static_members_come_back_without_a_rebalance,
+    groups_are_listed_reset_and_deleted_by_an_admin,
 );
 
 async fn a_member_resumes_at_its_committed_offset(broker: &Broker) {
@@ -475,6 +476,152 @@ async fn static_members_come_back_without_a_rebalance(broker: &Broker) {
         "a saw no rebalance while b was away and back"
     );
     assert_eq!(a.context().current().len(), 2);
+}
+
+/// What an admin tool does (`kafka-consumer-groups --describe`,
+/// `--reset-offsets`, `--delete`): DescribeGroups, OffsetCommit with
+/// generation -1 from outside the group, DeleteGroups.
+async fn groups_are_listed_reset_and_deleted_by_an_admin(broker: &Broker) {
+    create_topic(&broker.kafka, "audit", 2).await;
+    let p: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", &broker.kafka)
+        .set("broker.address.family", "v4")
+        .create()
+        .expect("producer");
+    for n in 0..10i64 {
+        let body = n.to_string();
+        p.send(
+            FutureRecord::<[u8], [u8]>::to("audit")
+                .partition((n % 2) as i32)
+                .timestamp(1_000 + n)
+                .payload(body.as_bytes()),
+            Duration::from_secs(30),
+        )
+        .await
+        .map_err(|(e, _)| e)
+        .expect("produced");
+    }
+    let m = member(&broker.kafka, "audited", &[("enable.auto.commit", "false")]);
+    m.subscribe(&["audit"]).expect("subscribe");
+    let mut got = 0;
+    wait_for("ten records", || {
+        if let Some(Ok(_)) = m.poll(Duration::from_millis(100)) {
+            got += 1;
+        }
+        got == 10
+    });
+    m.commit_consumer_state(CommitMode::Sync).expect("commit");
+
+    let admin_consumer = |group: &str| -> BaseConsumer {
+        ClientConfig::new()
+            .set("bootstrap.servers", &broker.kafka)
+            .set("broker.address.family", "v4")
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("admin consumer")
+    };
+    let tool = admin_consumer("audited");
+    // librdkafka lists the groups (ListGroups) and describes those listed.
+    let describe = |state: &str| {
+        let list = tool
+            .fetch_group_list(Some("audited"), Duration::from_secs(10))
+            .expect("describe");
+        let Some(g) = list.groups().first() else {
+            assert_eq!(state, "Dead", "the group is not listed");
+            return Vec::new();
+        };
+        assert_eq!(g.state(), state, "{}", g.name());
+        g.members()
+            .iter()
+            .map(|m| (m.client_host().to_owned(), m.assignment().map(<[u8]>::len)))
+            .collect::<Vec<_>>()
+    };
+    let members = describe("Stable");
+    assert_eq!(members.len(), 1);
+    assert!(members[0].0.starts_with("/127.0.0.1"), "{members:?}");
+    assert!(members[0].1.unwrap_or(0) > 0, "the assignment is shown");
+
+    let reset = |offsets: [i64; 2]| {
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        for (p, o) in offsets.iter().enumerate() {
+            tpl.add_partition_offset("audit", p as i32, rdkafka::Offset::Offset(*o))
+                .expect("tpl");
+        }
+        tool.commit(&tpl, CommitMode::Sync)
+    };
+    assert!(
+        reset([0, 0]).is_err(),
+        "no reset from outside the group while it has members"
+    );
+    drop(m);
+    assert!(describe("Empty").is_empty());
+
+    let committed = || -> Vec<i64> {
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        tpl.add_partition("audit", 0);
+        tpl.add_partition("audit", 1);
+        tool.committed_offsets(tpl, Duration::from_secs(10))
+            .expect("committed")
+            .elements()
+            .iter()
+            .map(|e| e.offset().to_raw().unwrap_or(-1))
+            .collect()
+    };
+    assert_eq!(committed(), [5, 5]);
+    reset([0, 0]).expect("to earliest");
+    assert_eq!(committed(), [0, 0]);
+    // To a time: the first record at or after 1,005 ms on each partition.
+    let mut at = rdkafka::TopicPartitionList::new();
+    at.add_partition_offset("audit", 0, rdkafka::Offset::Offset(1_005))
+        .expect("tpl");
+    at.add_partition_offset("audit", 1, rdkafka::Offset::Offset(1_005))
+        .expect("tpl");
+    let found: Vec<i64> = tool
+        .offsets_for_times(at, Duration::from_secs(10))
+        .expect("offsets for times")
+        .elements()
+        .iter()
+        .map(|e| e.offset().to_raw().unwrap_or(-1))
+        .collect();
+    assert_eq!(found, [3, 2], "numbers 6 and 5");
+    reset([found[0], found[1]]).expect("to a time");
+    assert_eq!(committed(), [3, 2]);
+    let (_, latest) = tool
+        .fetch_watermarks("audit", 0, Duration::from_secs(10))
+        .expect("watermarks");
+    reset([latest, latest]).expect("to latest");
+    assert_eq!(committed(), [5, 5]);
+
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &broker.kafka)
+        .set("broker.address.family", "v4")
+        .create()
+        .expect("admin client");
+    let busy = member(&broker.kafka, "busy", &[]);
+    busy.subscribe(&["audit"]).expect("subscribe");
+    wait_for("busy to join", || {
+        busy.poll(Duration::from_millis(50));
+        !busy.context().current().is_empty()
+    });
+    let results = admin
+        .delete_groups(&["audited", "busy", "never-seen"], &AdminOptions::new())
+        .await
+        .expect("delete groups");
+    let codes: Vec<Option<rdkafka::types::RDKafkaErrorCode>> = results
+        .into_iter()
+        .map(|r| r.err().map(|(_, code)| code))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            None,
+            Some(rdkafka::types::RDKafkaErrorCode::NonEmptyGroup),
+            Some(rdkafka::types::RDKafkaErrorCode::GroupIdNotFound),
+        ]
+    );
+    assert!(describe("Dead").is_empty(), "deleted");
+    assert_eq!(committed(), [-1001, -1001], "no offsets left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -132,6 +132,7 @@ pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<
         client_id,
         body,
     } = parse(frame)?;
+    tracing::trace!(?api, version, correlation_id, "kafka request");
     let ready = |answer: Result<BytesMut, ConnError>| answer.map(|f| Reply::Ready(Some(f)));
     macro_rules! route {
         ($($kind:ident => $handler:ident),* $(,)?) => {
