@@ -153,8 +153,9 @@ pub struct Group {
     pending: HashMap<String, Ms>,
     /// Static instance id → its current member id.
     statics: HashMap<String, String>,
-    /// The rebalance completes by then even if members are missing.
-    join_deadline: Ms,
+    /// A rebalance completes by then even if members are missing; after it,
+    /// the members that have not synced by then are removed.
+    deadline: Ms,
     /// The first rebalance of an empty group does not complete before.
     delay_until: Ms,
     /// Whether the current rebalance started from Empty (the initial delay
@@ -176,7 +177,7 @@ impl Group {
             members: HashMap::new(),
             pending: HashMap::new(),
             statics: HashMap::new(),
-            join_deadline: 0,
+            deadline: 0,
             delay_until: 0,
             initial: false,
             next_seq: 0,
@@ -394,9 +395,9 @@ impl Group {
                 // Each arrival during the first rebalance waits a little
                 // longer for the next, up to the rebalance timeout.
                 self.delay_until =
-                    (now + Ms::from(self.limits.initial_delay_ms)).min(self.join_deadline.max(now));
+                    (now + Ms::from(self.limits.initial_delay_ms)).min(self.deadline.max(now));
             }
-            self.join_deadline = self.join_deadline.max(now + self.max_rebalance_timeout());
+            self.deadline = self.deadline.max(now + self.max_rebalance_timeout());
         } else {
             self.prepare_rebalance(now);
         }
@@ -569,7 +570,21 @@ impl Group {
             tracing::info!(member = %id, "kafka group: session expired");
             self.remove_member(id);
         }
-        if expired.is_empty() {
+        let unsynced: Vec<String> =
+            if self.state == State::CompletingRebalance && now >= self.deadline {
+                self.members
+                    .values()
+                    .filter(|m| m.awaiting_sync.is_none())
+                    .map(|m| m.id.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+        for id in &unsynced {
+            tracing::info!(member = %id, "kafka group: no SyncGroup within the rebalance timeout");
+            self.remove_member(id);
+        }
+        if expired.is_empty() && unsynced.is_empty() {
             self.try_complete_join(now);
         } else {
             self.after_removal(now);
@@ -618,8 +633,8 @@ impl Group {
         } else {
             now
         };
-        self.join_deadline = now + self.max_rebalance_timeout();
-        self.delay_until = self.delay_until.min(self.join_deadline);
+        self.deadline = now + self.max_rebalance_timeout();
+        self.delay_until = self.delay_until.min(self.deadline);
         self.state = State::PreparingRebalance;
     }
 
@@ -637,7 +652,7 @@ impl Group {
         }
         let all_joined =
             self.pending.is_empty() && self.members.values().all(|m| m.awaiting_join.is_some());
-        if !((all_joined && now >= self.delay_until) || now >= self.join_deadline) {
+        if !((all_joined && now >= self.delay_until) || now >= self.deadline) {
             return;
         }
         // Dynamic members that did not rejoin in time are out; static ones
@@ -673,7 +688,7 @@ impl Group {
             else {
                 // Only static members that have not rejoined: wait for them
                 // (or for their sessions to expire).
-                self.join_deadline = now + self.max_rebalance_timeout();
+                self.deadline = now + self.max_rebalance_timeout();
                 return;
             };
             self.leader = Some(new_leader);
@@ -681,6 +696,7 @@ impl Group {
         self.generation += 1;
         self.protocol = self.select_protocol();
         self.state = State::CompletingRebalance;
+        self.deadline = now + self.max_rebalance_timeout();
         let ids: Vec<String> = self.members.keys().cloned().collect();
         for id in ids {
             let is_leader = self.leader.as_deref() == Some(id.as_str());

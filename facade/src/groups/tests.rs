@@ -333,3 +333,32 @@ fn a_rebalance_voids_the_assignments_being_synced() {
     assert_eq!(a.error, Some(ResponseError::RebalanceInProgress));
     assert_eq!(g.state(), State::PreparingRebalance);
 }
+
+#[test]
+fn a_leader_that_never_syncs_is_removed_after_the_rebalance_timeout() {
+    let mut g = Group::new(LIMITS);
+    let (a, mut ra) = enter(&mut g, 0);
+    let (b, mut rb) = enter(&mut g, 0);
+    g.tick(3_000);
+    let ja = answered(&mut ra).expect("a");
+    answered(&mut rb).expect("b");
+    let (leader, follower) = if ja.leader == a { (a, b) } else { (b, a) };
+    let mut wait = later(g.sync(1, &follower, None, (None, None), vec![], 3_100));
+    // The leader keeps heartbeating but never hands in the assignment.
+    for t in (4_000..33_000).step_by(2_000) {
+        assert_eq!(g.heartbeat(1, &leader, None, t), None);
+        g.tick(t);
+    }
+    g.tick(33_001);
+    assert_eq!(
+        answered(&mut wait).expect("told").error,
+        Some(ResponseError::RebalanceInProgress)
+    );
+    assert_eq!(
+        g.heartbeat(1, &leader, None, 33_100),
+        Some(ResponseError::UnknownMemberId)
+    );
+    let mut again = later(g.join(request(&follower, None, &["range"]), 33_200));
+    let rejoined = answered(&mut again).expect("alone, at once");
+    assert_eq!((rejoined.generation, rejoined.leader), (2, follower));
+}
