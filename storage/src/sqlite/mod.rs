@@ -2,6 +2,7 @@
 //! anyway) and a pool of readers, in WAL mode.
 
 mod append;
+mod checkpoint;
 mod consume;
 mod kv;
 
@@ -27,6 +28,8 @@ pub(crate) struct Tx<'c>(pub(crate) &'c mut SqliteConnection);
 pub(crate) struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// The connection WAL checkpoints run on ([`checkpoint`]).
+    checkpointer: SqlitePool,
 }
 
 impl Backend for SqliteStore {
@@ -55,14 +58,23 @@ impl SqliteStore {
         }
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
-            .connect_with(options.clone())
+            .connect_with(options.clone().pragma("wal_autocheckpoint", "0"))
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
+        let checkpointer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone().pragma("wal_autocheckpoint", "0"))
+            .await?;
+        checkpoint::spawn(checkpointer.clone());
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Self { writer, reader })
+        Ok(Self {
+            writer,
+            reader,
+            checkpointer,
+        })
     }
 
     /// A write transaction that takes SQLite's write lock at once, so it never
@@ -78,6 +90,8 @@ impl SqliteStore {
     pub(crate) async fn close(&self) {
         self.reader.close().await;
         self.writer.close().await;
+        // Last: the last connection to close copies what is left of the WAL.
+        self.checkpointer.close().await;
     }
 }
 
