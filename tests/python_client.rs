@@ -88,5 +88,7 @@ scripts!(
     redelivers_a_killed_consumers_batch_after_its_lease => "consume_redelivery.py",
     kafka_python_round_trips => "kafka_roundtrip.py",
     a_group_moves_between_kafka_and_http => "kafka_group_migration.py",
+    kafka_group_resumes_at_its_commit_and_is_administered => "kafka_group_resume.py",
+    kafka_group_survivors_take_over_a_killed_members_partitions => "kafka_group_rebalance.py",
     transactions_and_once_perform_each_effect_once => "txn_once.py",
 );
