@@ -66,6 +66,8 @@ impl ConsumerContext for Recorder {
 }
 
 type Member = BaseConsumer<Recorder>;
+/// What a member consumed: (partition, number) in arrival order.
+type Consumed = Arc<Mutex<Vec<(i32, u32)>>>;
 
 fn member(bootstrap: &str, group: &str, extra: &[(&str, &str)]) -> Arc<Member> {
     let mut c = ClientConfig::new();
@@ -90,7 +92,7 @@ fn member(bootstrap: &str, group: &str, extra: &[(&str, &str)]) -> Arc<Member> {
 fn poll_in_background(
     member: Arc<Member>,
     stop: Arc<AtomicBool>,
-) -> (Arc<Mutex<Vec<(i32, u32)>>>, std::thread::JoinHandle<()>) {
+) -> (Consumed, std::thread::JoinHandle<()>) {
     let got = Arc::new(Mutex::new(Vec::new()));
     let sink = got.clone();
     let handle = std::thread::spawn(move || {
