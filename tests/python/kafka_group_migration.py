@@ -1,12 +1,15 @@
-"""The migration path with kafka-python: group g consumes half a topic over
-Kafka and commits; the HTTP API pops with consumer group g and receives
-exactly the second half; its acks move what Kafka's OffsetFetch answers.
+"""The migration path with kafka-python: group g (a subscribed consumer
+group) consumes half a topic over Kafka and commits; the HTTP API pops with
+consumer group g and receives exactly the second half; its acks move what
+Kafka's OffsetFetch answers, and the next Kafka subscriber of g continues
+after them.
 QUEEN_KAFKA and QUEEN_URL name the broker. Exits non-zero on a mismatch.
 """
 
 import json
 import os
 import sys
+import time
 import urllib.request
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -35,13 +38,13 @@ for i in range(10):
     producer.send("migrate", value=b"%d" % i, partition=0).get(timeout=20)
 
 consumer = KafkaConsumer(bootstrap_servers=kafka, group_id="g", enable_auto_commit=False,
-                         auto_offset_reset="earliest", consumer_timeout_ms=5000)
-consumer.assign([tp])
+                         auto_offset_reset="earliest")
+consumer.subscribe(["migrate"])
 first = []
-for m in consumer:
-    first.append(m.offset)
-    if len(first) == 5:
-        break
+deadline = time.monotonic() + 30
+while len(first) < 5 and time.monotonic() < deadline:
+    for records in consumer.poll(timeout_ms=500, max_records=5 - len(first)).values():
+        first.extend(r.offset for r in records)
 check(first == [0, 1, 2, 3, 4], f"the first half over Kafka: {first}")
 consumer.commit({tp: OffsetAndMetadata(5, "kafka", -1)})
 check(consumer.committed(tp) == 5, "the commit is stored")
@@ -58,9 +61,16 @@ check(all(a["success"] for a in acked), f"acks: {acked}")
 for i in range(10, 13):
     producer.send("migrate", value=b"%d" % i, partition=0).get(timeout=20)
 consumer = KafkaConsumer(bootstrap_servers=kafka, group_id="g", enable_auto_commit=False,
-                         auto_offset_reset="earliest", consumer_timeout_ms=5000)
+                         auto_offset_reset="earliest")
 check(consumer.committed(tp) == 10, f"native acks moved the committed offset: {consumer.committed(tp)}")
-consumer.assign([tp])
-rest = [m.offset for m in consumer]
+consumer.subscribe(["migrate"])
+rest = []
+deadline = time.monotonic() + 30
+while len(rest) < 3 and time.monotonic() < deadline:
+    for records in consumer.poll(timeout_ms=500).values():
+        rest.extend(r.offset for r in records)
+for records in consumer.poll(timeout_ms=1000).values():
+    rest.extend(r.offset for r in records)
 check(rest == [10, 11, 12], f"Kafka continues after the HTTP acks: {rest}")
+consumer.close()
 print("ok: group g moved from Kafka to HTTP and back")

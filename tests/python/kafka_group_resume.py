@@ -13,7 +13,7 @@ import time
 
 import kafka.errors as Errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
+from kafka.admin import MemberToRemove, NewTopic
 from kafka.structs import OffsetAndMetadata
 
 from common import check
@@ -147,10 +147,32 @@ check(all(e is Errors.UnknownMemberIdError for e in refused.values()),
       f"an offset reset while a member is active must be refused with UNKNOWN_MEMBER_ID: {refused}")
 check(sum(om.offset for om in committed().values()) == TOTAL, "the refused reset changed the offsets")
 
-# Deleting the active group is refused.
+# Deleting the active group is refused, and so are its offsets on a topic it
+# subscribes to.
 deleted = admin.delete_groups([GROUP])
 check(deleted == {GROUP: "NonEmptyGroupError"}, f"deleting an active group: {deleted}")
 check(GROUP in listed_groups(), "the refused delete removed the group")
+kept = admin.delete_group_offsets(GROUP, [PARTITIONS[0]])
+check(kept == {PARTITIONS[0]: Errors.GroupSubscribedToTopicError},
+      f"deleting offsets of a subscribed topic: {kept}")
+
+# ListGroups filters by state (v4+).
+check(GROUP in {g["group_id"] for g in admin.list_groups(states_filter=["Stable"])},
+      "the active group is not listed as Stable")
+check(GROUP not in {g["group_id"] for g in admin.list_groups(states_filter=["Empty"])},
+      "the active group is listed as Empty")
+
+# An admin removes members in one batched LeaveGroup (v3+): the member, and
+# one the group does not know.
+removed = admin.remove_group_members(GROUP, [MemberToRemove(member_id=members[0]["member_id"]),
+                                             MemberToRemove(member_id="nobody")])
+# kafka-python 3.0.12 keys the answer by member id (its docstring says by
+# MemberToRemove).
+outcome = dict(removed)
+check(outcome == {members[0]["member_id"]: Errors.NoError, "nobody": Errors.UnknownMemberIdError},
+      f"batched LeaveGroup: {outcome}")
+check(admin.describe_groups([GROUP])[GROUP]["group_state"] == "Empty",
+      "the group is empty once its only member is removed")
 
 second.close()
 
@@ -170,7 +192,16 @@ got3 = take(third, TOTAL)
 nothing_more(third)
 in_partition_order(got3, "third")
 check(sorted(n for (_, _, n) in got3) == list(range(TOTAL)), "after the reset, not every record once")
+third.commit()
 third.close()
+
+# --- delete one partition's offsets, then the empty group --------------
+gone = admin.delete_group_offsets(GROUP, [PARTITIONS[0]])
+check(gone == {PARTITIONS[0]: Errors.NoError}, f"deleting offsets of the empty group: {gone}")
+left = {tp.partition: om.offset for tp, om in committed().items()}
+check(left == {1: 50, 2: 50, 3: 50}, f"offsets after deleting partition 0's: {left}")
+check(GROUP in {g["group_id"] for g in admin.list_groups(states_filter=["Empty"])},
+      "the empty group is not listed as Empty")
 
 # --- delete the empty group ---------------------------------------------
 deleted = admin.delete_groups([GROUP])

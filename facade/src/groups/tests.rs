@@ -362,3 +362,37 @@ fn a_leader_that_never_syncs_is_removed_after_the_rebalance_timeout() {
     let rejoined = answered(&mut again).expect("alone, at once");
     assert_eq!((rejoined.generation, rejoined.leader), (2, follower));
 }
+
+#[test]
+fn a_batched_leave_removes_static_members_by_instance_id() {
+    let mut g = Group::new(LIMITS);
+    let mut a = later(g.join(request("", Some("a"), &["range"]), 0));
+    let mut b = later(g.join(request("", Some("b"), &["range"]), 0));
+    g.tick(3_000);
+    let (ja, jb) = (answered(&mut a).expect("a"), answered(&mut b).expect("b"));
+    let answers = g.leave(
+        &[
+            (String::new(), Some("a".to_owned())),
+            ("someone-else".to_owned(), Some("b".to_owned())),
+            (String::new(), Some("unknown".to_owned())),
+        ],
+        3_100,
+    );
+    assert_eq!(
+        answers,
+        vec![
+            None,
+            Some(ResponseError::FencedInstanceId),
+            Some(ResponseError::UnknownMemberId),
+        ]
+    );
+    assert_eq!(
+        g.heartbeat(1, &ja.member_id, Some("a"), 3_200),
+        Some(ResponseError::UnknownMemberId)
+    );
+    assert_eq!(
+        g.heartbeat(1, &jb.member_id, Some("b"), 3_200),
+        Some(ResponseError::RebalanceInProgress),
+        "b stays, and rebalances without a"
+    );
+}
