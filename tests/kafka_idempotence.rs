@@ -1,7 +1,9 @@
 //! Kafka idempotent producers end to end: librdkafka with
 //! `enable.idempotence=true` keeps producing while the broker is killed with
-//! SIGKILL and restarted, and every record is stored exactly once, in order;
-//! a replayed produce request answers its original offset and writes nothing.
+//! SIGKILL and restarted, or loses the answers to its produce requests and
+//! sends the batches again, and every record is stored exactly once, in
+//! order; a replayed produce request answers its original offset and writes
+//! nothing.
 
 mod support;
 
@@ -128,7 +130,15 @@ async fn survive_kills(db: &TestDb, second_broker: bool) {
     let failed = sending.await.expect("producer task");
     assert_eq!(failed, 0, "every record was acknowledged in the end");
 
-    let consumer: BaseConsumer = client(&kafka)
+    assert_each_number_once(&kafka, RECORDS);
+    drop((broker, other));
+}
+
+/// Reads every partition of `numbers` from the start and checks each of the
+/// `records` numbers (number n on partition n % PARTITIONS) arrived exactly
+/// once, in order, with nothing after them.
+fn assert_each_number_once(kafka: &str, records: usize) {
+    let consumer: BaseConsumer = client(kafka)
         .set("group.id", "unused")
         .set("enable.auto.commit", "false")
         .create()
@@ -142,7 +152,7 @@ async fn survive_kills(db: &TestDb, second_broker: bool) {
     let mut seen: BTreeMap<i32, Vec<u64>> = BTreeMap::new();
     let mut total = 0;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while total < RECORDS {
+    while total < records {
         assert!(Instant::now() < deadline, "consumed only {total} records");
         if let Some(m) = consumer.poll(Duration::from_millis(500)) {
             let m = m.expect("message");
@@ -157,7 +167,7 @@ async fn survive_kills(db: &TestDb, second_broker: bool) {
         "more records than were produced"
     );
     for (p, numbers) in &seen {
-        let expected: Vec<u64> = (0..RECORDS as u64)
+        let expected: Vec<u64> = (0..records as u64)
             .filter(|n| n % PARTITIONS as u64 == *p as u64)
             .collect();
         assert_eq!(
@@ -165,7 +175,6 @@ async fn survive_kills(db: &TestDb, second_broker: bool) {
             "partition {p}: every number once, in order, no gap"
         );
     }
-    drop((broker, other));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -284,4 +293,180 @@ async fn a_replayed_batch_answers_its_original_offset_and_writes_nothing() {
         .fetch_watermarks("replayed", 0, Duration::from_secs(10))
         .expect("watermarks");
     assert_eq!((low, high), (0, 7), "the replay and the gap wrote nothing");
+}
+
+/// Forwards Kafka connections to `upstream`, and closes the client's
+/// connection instead of forwarding every `every`-th Produce answer: the
+/// batch is stored, the producer never hears of it and sends it again with
+/// the same sequence numbers. Counts the answers it swallowed.
+async fn lossy_proxy(
+    listener: tokio::net::TcpListener,
+    upstream: String,
+    every: usize,
+    dropped: Arc<AtomicUsize>,
+) {
+    let produced = Arc::new(AtomicUsize::new(0));
+    while let Ok((client, _)) = listener.accept().await {
+        let Ok(server) = tokio::net::TcpStream::connect(&upstream).await else {
+            continue;
+        };
+        let (produced, dropped) = (produced.clone(), dropped.clone());
+        tokio::spawn(async move {
+            let (client_read, client_write) = client.into_split();
+            let (server_read, server_write) = server.into_split();
+            // Answers come back in request order: the API of each request
+            // in flight, oldest first.
+            let (apis, in_flight) = tokio::sync::mpsc::unbounded_channel::<i16>();
+            let requests = tokio::spawn(forward_requests(client_read, server_write, apis));
+            let lossy = Lossy {
+                every,
+                produced,
+                dropped,
+            };
+            let _ = forward_answers(server_read, client_write, in_flight, &lossy).await;
+            requests.abort();
+        });
+    }
+}
+
+/// When the proxy swallows a Produce answer.
+struct Lossy {
+    every: usize,
+    produced: Arc<AtomicUsize>,
+    dropped: Arc<AtomicUsize>,
+}
+
+/// Reads one length-prefixed frame.
+async fn read_frame(from: &mut tokio::net::tcp::OwnedReadHalf) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut len = [0u8; 4];
+    from.read_exact(&mut len).await?;
+    let mut frame = len.to_vec();
+    frame.resize(4 + i32::from_be_bytes(len).max(0) as usize, 0);
+    from.read_exact(&mut frame[4..]).await?;
+    Ok(frame)
+}
+
+async fn forward_requests(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    apis: tokio::sync::mpsc::UnboundedSender<i16>,
+) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    loop {
+        let frame = read_frame(&mut from).await?;
+        let _ = apis.send(i16::from_be_bytes([frame[4], frame[5]]));
+        to.write_all(&frame).await?;
+    }
+}
+
+async fn forward_answers(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut in_flight: tokio::sync::mpsc::UnboundedReceiver<i16>,
+    lossy: &Lossy,
+) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    loop {
+        let frame = read_frame(&mut from).await?;
+        if in_flight.recv().await == Some(ApiKey::Produce as i16)
+            && lossy.produced.fetch_add(1, Ordering::Relaxed) % lossy.every == lossy.every - 1
+        {
+            lossy.dropped.fetch_add(1, Ordering::Relaxed);
+            return Ok(()); // the client's connection closes unanswered
+        }
+        to.write_all(&frame).await?;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn batches_resent_after_lost_answers_are_stored_once_on_sqlite() {
+    resend_after_lost_answers(&TestDb::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn batches_resent_after_lost_answers_are_stored_once_on_postgres() {
+    let db = TestDb::postgres().await;
+    resend_after_lost_answers(&db).await;
+    db.drop_db().await;
+}
+
+/// librdkafka's retries after lost answers are duplicates the broker must
+/// recognise: every other Produce answer never reaches the producer, which
+/// sends those batches again; every number is still stored exactly once. (A
+/// broker that appended duplicates fails this every time; the kill tests
+/// above rarely land between a commit and its answer.)
+async fn resend_after_lost_answers(db: &TestDb) {
+    const SENT: usize = 20_000;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("proxy port");
+    let proxy = listener.local_addr().expect("address").to_string();
+    let broker = Broker::start(&db.url, &["--advertised-kafka-addr", &proxy]);
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let proxying = tokio::spawn(lossy_proxy(
+        listener,
+        broker.kafka.clone(),
+        2,
+        dropped.clone(),
+    ));
+    let admin: AdminClient<DefaultClientContext> = client(&proxy).create().expect("admin");
+    for r in admin
+        .create_topics(
+            &[NewTopic::new(
+                "numbers",
+                PARTITIONS,
+                TopicReplication::Fixed(1),
+            )],
+            &AdminOptions::new(),
+        )
+        .await
+        .expect("create")
+    {
+        r.expect("created");
+    }
+    let producer: FutureProducer = client(&proxy)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "60000")
+        .set("reconnect.backoff.ms", "20")
+        .set("reconnect.backoff.max.ms", "100")
+        .set("retry.backoff.ms", "20")
+        .create()
+        .expect("producer");
+    let mut deliveries = Vec::with_capacity(SENT);
+    for n in 0..SENT {
+        let payload = (n as u64).to_be_bytes();
+        let record = FutureRecord::<[u8], [u8]>::to("numbers")
+            .partition((n % PARTITIONS as usize) as i32)
+            .payload(&payload);
+        deliveries.push(
+            producer
+                .send_result(record)
+                .map_err(|(e, _)| e)
+                .expect("queued"),
+        );
+        // Paced, so that the records travel in a few hundred requests.
+        if n % 50 == 49 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    for d in deliveries {
+        d.await
+            .expect("delivery")
+            .unwrap_or_else(|(e, _)| panic!("a record failed: {e}"));
+    }
+    let lost = dropped.load(Ordering::Relaxed);
+    assert!(
+        lost >= 5,
+        "only {lost} answers were lost: the test proves little"
+    );
+    let kafka = broker.kafka.clone();
+    tokio::task::spawn_blocking(move || assert_each_number_once(&kafka, SENT))
+        .await
+        .expect("checked");
+    println!("{lost} produce answers lost and their batches resent; every number stored once");
+    proxying.abort();
+    drop(broker);
 }
