@@ -54,61 +54,14 @@ async fn survive_kills(db: &TestDb, second_broker: bool) {
         Some(b) => format!("{first},{}", b.kafka),
         None => first.clone(),
     };
-    let admin: AdminClient<DefaultClientContext> = client(&kafka).create().expect("admin");
-    admin
-        .create_topics(
-            &[NewTopic::new(
-                "numbers",
-                PARTITIONS,
-                TopicReplication::Fixed(1),
-            )],
-            &AdminOptions::new(),
-        )
-        .await
-        .expect("create")
-        .into_iter()
-        .for_each(|r| {
-            r.expect("created");
-        });
-
-    let producer: FutureProducer = client(&kafka)
-        .set("enable.idempotence", "true")
-        .set("acks", "all")
-        .set("linger.ms", "5")
-        .set("message.timeout.ms", "120000")
-        .set("reconnect.backoff.ms", "50")
-        .set("reconnect.backoff.max.ms", "500")
-        .create()
-        .expect("producer");
+    create_numbers_topic(&kafka).await;
+    let producer = idempotent_producer(&kafka);
     let sent = Arc::new(AtomicUsize::new(0));
     let sending = {
-        let (producer, sent) = (producer.clone(), sent.clone());
+        let sent = sent.clone();
+        // About 6 seconds in all, so the kills land mid-stream.
         tokio::spawn(async move {
-            let mut deliveries = Vec::with_capacity(RECORDS);
-            for n in 0..RECORDS {
-                let payload = (n as u64).to_be_bytes();
-                let record = FutureRecord::<[u8], [u8]>::to("numbers")
-                    .partition((n % PARTITIONS as usize) as i32)
-                    .payload(&payload);
-                deliveries.push(
-                    producer
-                        .send_result(record)
-                        .map_err(|(e, _)| e)
-                        .expect("queued"),
-                );
-                sent.store(n + 1, Ordering::Relaxed);
-                if n % 500 == 499 {
-                    // About 6 seconds in all, so the kills land mid-stream.
-                    tokio::time::sleep(Duration::from_millis(30)).await;
-                }
-            }
-            let mut failed = 0;
-            for d in deliveries {
-                if !matches!(d.await, Ok(Ok(_))) {
-                    failed += 1;
-                }
-            }
-            failed
+            send_numbers(&producer, RECORDS, 500, Duration::from_millis(30), &sent).await
         })
     };
     for at in [RECORDS / 3, 2 * RECORDS / 3] {
@@ -127,11 +80,79 @@ async fn survive_kills(db: &TestDb, second_broker: bool) {
         tokio::time::sleep(down).await;
         broker = Broker::start_on(&db.url, &http, &first, &[]);
     }
-    let failed = sending.await.expect("producer task");
-    assert_eq!(failed, 0, "every record was acknowledged in the end");
+    sending
+        .await
+        .expect("every record was acknowledged in the end");
 
     assert_each_number_once(&kafka, RECORDS);
     drop((broker, other));
+}
+
+/// Creates the topic `numbers` with PARTITIONS partitions.
+async fn create_numbers_topic(kafka: &str) {
+    let admin: AdminClient<DefaultClientContext> = client(kafka).create().expect("admin");
+    for r in admin
+        .create_topics(
+            &[NewTopic::new(
+                "numbers",
+                PARTITIONS,
+                TopicReplication::Fixed(1),
+            )],
+            &AdminOptions::new(),
+        )
+        .await
+        .expect("create")
+    {
+        r.expect("created");
+    }
+}
+
+/// An idempotent producer that reconnects and retries quickly.
+fn idempotent_producer(kafka: &str) -> FutureProducer {
+    client(kafka)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "120000")
+        .set("reconnect.backoff.ms", "20")
+        .set("reconnect.backoff.max.ms", "100")
+        .set("retry.backoff.ms", "20")
+        .create()
+        .expect("producer")
+}
+
+/// Sends the numbers 0..`count` (n to partition n % PARTITIONS), pausing
+/// `pause` after every `every` records, and waits until each one is
+/// acknowledged; `sent` counts the records queued so far.
+async fn send_numbers(
+    producer: &FutureProducer,
+    count: usize,
+    every: usize,
+    pause: Duration,
+    sent: &AtomicUsize,
+) {
+    let mut deliveries = Vec::with_capacity(count);
+    for n in 0..count {
+        let payload = (n as u64).to_be_bytes();
+        let record = FutureRecord::<[u8], [u8]>::to("numbers")
+            .partition((n % PARTITIONS as usize) as i32)
+            .payload(&payload);
+        deliveries.push(
+            producer
+                .send_result(record)
+                .map_err(|(e, _)| e)
+                .expect("queued"),
+        );
+        sent.store(n + 1, Ordering::Relaxed);
+        if n % every == every - 1 {
+            tokio::time::sleep(pause).await;
+        }
+    }
+    for d in deliveries {
+        d.await
+            .expect("delivery")
+            .unwrap_or_else(|(e, _)| panic!("a record failed: {e}"));
+    }
 }
 
 /// Reads every partition of `numbers` from the start and checks each of the
@@ -410,53 +431,17 @@ async fn resend_after_lost_answers(db: &TestDb) {
         2,
         dropped.clone(),
     ));
-    let admin: AdminClient<DefaultClientContext> = client(&proxy).create().expect("admin");
-    for r in admin
-        .create_topics(
-            &[NewTopic::new(
-                "numbers",
-                PARTITIONS,
-                TopicReplication::Fixed(1),
-            )],
-            &AdminOptions::new(),
-        )
-        .await
-        .expect("create")
-    {
-        r.expect("created");
-    }
-    let producer: FutureProducer = client(&proxy)
-        .set("enable.idempotence", "true")
-        .set("acks", "all")
-        .set("linger.ms", "5")
-        .set("message.timeout.ms", "60000")
-        .set("reconnect.backoff.ms", "20")
-        .set("reconnect.backoff.max.ms", "100")
-        .set("retry.backoff.ms", "20")
-        .create()
-        .expect("producer");
-    let mut deliveries = Vec::with_capacity(SENT);
-    for n in 0..SENT {
-        let payload = (n as u64).to_be_bytes();
-        let record = FutureRecord::<[u8], [u8]>::to("numbers")
-            .partition((n % PARTITIONS as usize) as i32)
-            .payload(&payload);
-        deliveries.push(
-            producer
-                .send_result(record)
-                .map_err(|(e, _)| e)
-                .expect("queued"),
-        );
-        // Paced, so that the records travel in a few hundred requests.
-        if n % 50 == 49 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }
-    for d in deliveries {
-        d.await
-            .expect("delivery")
-            .unwrap_or_else(|(e, _)| panic!("a record failed: {e}"));
-    }
+    create_numbers_topic(&proxy).await;
+    // Paced, so that the records travel in a few hundred requests.
+    let sent = AtomicUsize::new(0);
+    send_numbers(
+        &idempotent_producer(&proxy),
+        SENT,
+        50,
+        Duration::from_millis(5),
+        &sent,
+    )
+    .await;
     let lost = dropped.load(Ordering::Relaxed);
     assert!(
         lost >= 5,
