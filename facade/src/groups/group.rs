@@ -293,16 +293,10 @@ impl Group {
             }
             _ => {
                 let id = request.member_id.clone();
-                let (tx, rx) = oneshot::channel();
                 if let Some(member) = self.members.get_mut(&id) {
                     member.update(&request);
-                    member.awaiting_join = Some(tx);
                 }
-                if self.state != State::PreparingRebalance {
-                    self.prepare_rebalance(now);
-                }
-                self.try_complete_join(now);
-                Pending::Later(rx)
+                self.await_join(&id, now)
             }
         }
     }
@@ -367,8 +361,36 @@ impl Group {
             let is_leader = self.leader.as_deref() == Some(new_id.as_str());
             return Pending::Now(self.current_answer(&new_id, is_leader));
         }
+        self.await_join(&new_id, now)
+    }
+
+    fn add_member(&mut self, id: String, request: JoinRequest, now: Ms) -> Pending<JoinAnswer> {
+        let member = Member::new(id.clone(), &request, self.next_seq, now);
+        self.next_seq += 1;
+        if self.members.is_empty() {
+            self.protocol_type = Some(request.protocol_type.clone());
+        }
+        if self.leader.is_none() {
+            self.leader = Some(id.clone());
+        }
+        self.members.insert(id.clone(), member);
+        if self.state == State::PreparingRebalance {
+            if self.initial {
+                // Each arrival during the first rebalance waits a little
+                // longer for the next, up to the rebalance timeout.
+                self.delay_until =
+                    (now + Ms::from(self.limits.initial_delay_ms)).min(self.deadline.max(now));
+            }
+            self.deadline = self.deadline.max(now + self.max_rebalance_timeout());
+        }
+        self.await_join(&id, now)
+    }
+
+    /// Parks member `id` in its JoinGroup until the rebalance completes,
+    /// starting one unless one is under way.
+    fn await_join(&mut self, id: &str, now: Ms) -> Pending<JoinAnswer> {
         let (tx, rx) = oneshot::channel();
-        if let Some(member) = self.members.get_mut(&new_id) {
+        if let Some(member) = self.members.get_mut(id) {
             member.awaiting_join = Some(tx);
         }
         if self.state != State::PreparingRebalance {
@@ -378,31 +400,11 @@ impl Group {
         Pending::Later(rx)
     }
 
-    fn add_member(&mut self, id: String, request: JoinRequest, now: Ms) -> Pending<JoinAnswer> {
-        let (tx, rx) = oneshot::channel();
-        let mut member = Member::new(id.clone(), &request, self.next_seq, now);
-        self.next_seq += 1;
-        member.awaiting_join = Some(tx);
-        if self.members.is_empty() {
-            self.protocol_type = Some(request.protocol_type.clone());
+    /// Notes that member `id` called at `now` (its session starts again).
+    fn touch(&mut self, id: &str, now: Ms) {
+        if let Some(m) = self.members.get_mut(id) {
+            m.last_heard = now;
         }
-        if self.leader.is_none() {
-            self.leader = Some(id.clone());
-        }
-        self.members.insert(id, member);
-        if self.state == State::PreparingRebalance {
-            if self.initial {
-                // Each arrival during the first rebalance waits a little
-                // longer for the next, up to the rebalance timeout.
-                self.delay_until =
-                    (now + Ms::from(self.limits.initial_delay_ms)).min(self.deadline.max(now));
-            }
-            self.deadline = self.deadline.max(now + self.max_rebalance_timeout());
-        } else {
-            self.prepare_rebalance(now);
-        }
-        self.try_complete_join(now);
-        Pending::Later(rx)
     }
 
     /// SyncGroup.
@@ -430,16 +432,11 @@ impl Group {
                 Pending::Now(SyncAnswer::error(ResponseError::RebalanceInProgress))
             }
             State::Stable => {
-                let answer = self.sync_answer(member_id);
-                if let Some(m) = self.members.get_mut(member_id) {
-                    m.last_heard = now;
-                }
-                Pending::Now(answer)
+                self.touch(member_id, now);
+                Pending::Now(self.sync_answer(member_id))
             }
             State::CompletingRebalance => {
-                if let Some(m) = self.members.get_mut(member_id) {
-                    m.last_heard = now;
-                }
+                self.touch(member_id, now);
                 if self.leader.as_deref() != Some(member_id) {
                     let (tx, rx) = oneshot::channel();
                     if let Some(m) = self.members.get_mut(member_id) {
@@ -484,9 +481,7 @@ impl Group {
         if let Some(error) = self.member_error(generation, member_id, instance_id) {
             return Some(error);
         }
-        if let Some(m) = self.members.get_mut(member_id) {
-            m.last_heard = now;
-        }
+        self.touch(member_id, now);
         match self.state {
             State::Empty => Some(ResponseError::UnknownMemberId),
             State::PreparingRebalance => Some(ResponseError::RebalanceInProgress),
@@ -512,9 +507,7 @@ impl Group {
         if let Some(error) = self.member_error(generation, member_id, instance_id) {
             return Some(error);
         }
-        if let Some(m) = self.members.get_mut(member_id) {
-            m.last_heard = now;
-        }
+        self.touch(member_id, now);
         None
     }
 
@@ -560,31 +553,25 @@ impl Group {
     /// and never used, and completes a rebalance whose time has come.
     pub fn tick(&mut self, now: Ms) {
         self.pending.retain(|_, expires| *expires > now);
-        let expired: Vec<String> = self
+        let sync_overdue = self.state == State::CompletingRebalance && now >= self.deadline;
+        let gone: Vec<(String, &str)> = self
             .members
             .values()
-            .filter(|m| !m.keep_alive(now))
-            .map(|m| m.id.clone())
+            .filter_map(|m| {
+                if !m.keep_alive(now) {
+                    Some((m.id.clone(), "session expired"))
+                } else if sync_overdue && m.awaiting_sync.is_none() {
+                    Some((m.id.clone(), "no SyncGroup within the rebalance timeout"))
+                } else {
+                    None
+                }
+            })
             .collect();
-        for id in &expired {
-            tracing::info!(member = %id, "kafka group: session expired");
+        for (id, why) in &gone {
+            tracing::info!(member = %id, "kafka group: {why}");
             self.remove_member(id);
         }
-        let unsynced: Vec<String> =
-            if self.state == State::CompletingRebalance && now >= self.deadline {
-                self.members
-                    .values()
-                    .filter(|m| m.awaiting_sync.is_none())
-                    .map(|m| m.id.clone())
-                    .collect()
-            } else {
-                Vec::new()
-            };
-        for id in &unsynced {
-            tracing::info!(member = %id, "kafka group: no SyncGroup within the rebalance timeout");
-            self.remove_member(id);
-        }
-        if expired.is_empty() && unsynced.is_empty() {
+        if gone.is_empty() {
             self.try_complete_join(now);
         } else {
             self.after_removal(now);
@@ -606,15 +593,13 @@ impl Group {
         }
     }
 
+    /// After members were taken out: the rest rebalance without them (at
+    /// once when none is left).
     fn after_removal(&mut self, now: Ms) {
-        match self.state {
-            State::Stable | State::CompletingRebalance => self.prepare_rebalance(now),
-            State::PreparingRebalance => self.try_complete_join(now),
-            State::Empty => {}
+        if matches!(self.state, State::Stable | State::CompletingRebalance) {
+            self.prepare_rebalance(now);
         }
-        if self.members.is_empty() && self.state == State::PreparingRebalance {
-            self.try_complete_join(now);
-        }
+        self.try_complete_join(now);
     }
 
     fn prepare_rebalance(&mut self, now: Ms) {
@@ -699,16 +684,7 @@ impl Group {
         self.deadline = now + self.max_rebalance_timeout();
         let ids: Vec<String> = self.members.keys().cloned().collect();
         for id in ids {
-            let is_leader = self.leader.as_deref() == Some(id.as_str());
             let answer = self.current_answer(&id, false);
-            let answer = if is_leader {
-                answer
-            } else {
-                JoinAnswer {
-                    members: Vec::new(),
-                    ..answer
-                }
-            };
             if let Some(m) = self.members.get_mut(&id) {
                 m.last_heard = now;
                 if let Some(waiter) = m.awaiting_join.take() {
