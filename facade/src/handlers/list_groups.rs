@@ -2,6 +2,8 @@
 //! committed offsets only (those are `Empty`, native consumer groups
 //! included), filtered by state (v4+) and type (v5+; all are `classic`).
 
+use std::collections::HashSet;
+
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -16,14 +18,9 @@ pub async fn handle(
     _version: i16,
     request: ListGroupsRequest,
 ) -> ListGroupsResponse {
-    let (names, brokers) = match (
-        broker.engine.group_names().await,
-        broker.live_brokers().await,
-    ) {
-        (Ok(names), Ok(brokers)) => (names, brokers),
-        (Err(e), _) | (_, Err(e)) => {
-            return ListGroupsResponse::default().with_error_code(storage_code(&e))
-        }
+    let names = match broker.engine.group_names().await {
+        Ok(names) => names,
+        Err(e) => return ListGroupsResponse::default().with_error_code(storage_code(&e)),
     };
     let mut listed: Vec<(String, State, String)> = broker
         .groups
@@ -31,10 +28,15 @@ pub async fn handle(
         .into_iter()
         .map(|(id, g)| (id, g.state, g.protocol_type))
         .collect();
+    let with_members: HashSet<String> = listed.iter().map(|(id, _, _)| id.clone()).collect();
     for name in names {
-        let ours = Broker::coordinator(&brokers, &name).is_some_and(|b| b.id == broker.node_id);
-        if ours && !listed.iter().any(|(id, _, _)| *id == name) {
-            listed.push((name, State::Empty, String::new()));
+        if with_members.contains(&name) {
+            continue;
+        }
+        match broker.coordinates(&name).await {
+            Ok(true) => listed.push((name, State::Empty, String::new())),
+            Ok(false) => {}
+            Err(e) => return ListGroupsResponse::default().with_error_code(storage_code(&e)),
         }
     }
     listed.sort_by(|a, b| a.0.cmp(&b.0));
