@@ -15,6 +15,7 @@ use rdkafka::message::{Header, Headers, Message, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::{json, Value};
+use support::kafka::create_topic;
 use support::{Broker, TestDb};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -49,19 +50,6 @@ fn consumer(broker: &Broker, extra: &[(&str, &str)]) -> BaseConsumer {
         c.set(*k, *v);
     }
     c.create().expect("consumer")
-}
-
-async fn create_topic(broker: &Broker, name: &str, partitions: i32) {
-    let results = admin(broker)
-        .create_topics(
-            &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
-            &AdminOptions::new(),
-        )
-        .await
-        .expect("create topics");
-    for r in results {
-        r.expect("topic created");
-    }
 }
 
 async fn produce(p: &FutureProducer, record: FutureRecord<'_, [u8], [u8]>) -> (i32, i64) {
@@ -148,7 +136,7 @@ both_backends!(
 );
 
 async fn topics_are_created_described_grown_and_deleted(broker: &Broker) {
-    create_topic(broker, "orders", 3).await;
+    create_topic(&broker.kafka, "orders", 3).await;
     let admin = admin(broker);
     let again = admin
         .create_topics(
@@ -206,7 +194,7 @@ async fn topics_are_created_described_grown_and_deleted(broker: &Broker) {
 }
 
 async fn records_round_trip_with_keys_nulls_headers_and_timestamps(broker: &Broker) {
-    create_topic(broker, "events", 2).await;
+    create_topic(&broker.kafka, "events", 2).await;
     let p = producer(broker, &[]);
     let headers = OwnedHeaders::new()
         .insert(Header {
@@ -289,7 +277,7 @@ async fn records_round_trip_with_keys_nulls_headers_and_timestamps(broker: &Brok
 }
 
 async fn every_compression_codec_round_trips(broker: &Broker) {
-    create_topic(broker, "packed", 1).await;
+    create_topic(&broker.kafka, "packed", 1).await;
     let codecs = ["none", "gzip", "snappy", "lz4", "zstd"];
     for codec in codecs {
         let p = producer(broker, &[("compression.type", codec), ("linger.ms", "50")]);
@@ -316,7 +304,7 @@ async fn every_compression_codec_round_trips(broker: &Broker) {
 }
 
 async fn a_one_mebibyte_record_round_trips(broker: &Broker) {
-    create_topic(broker, "big", 1).await;
+    create_topic(&broker.kafka, "big", 1).await;
     let p = producer(broker, &[("message.max.bytes", "2000000")]);
     let big: Vec<u8> = (0..1024 * 1024).map(|i| (i % 251) as u8).collect();
     produce(&p, FutureRecord::<[u8], [u8]>::to("big").payload(&big)).await;
@@ -334,7 +322,7 @@ async fn a_one_mebibyte_record_round_trips(broker: &Broker) {
 }
 
 async fn offsets_by_time_seek_and_out_of_range(broker: &Broker) {
-    create_topic(broker, "timed", 1).await;
+    create_topic(&broker.kafka, "timed", 1).await;
     let p = producer(broker, &[]);
     for i in 0..10i64 {
         let body = i.to_string();
@@ -387,7 +375,7 @@ async fn offsets_by_time_seek_and_out_of_range(broker: &Broker) {
 }
 
 async fn a_waiting_fetch_returns_when_a_record_arrives(broker: &Broker) {
-    create_topic(broker, "waiting", 1).await;
+    create_topic(&broker.kafka, "waiting", 1).await;
     let c = consumer(broker, &[("fetch.wait.max.ms", "5000")]);
     assign(&c, "waiting", &[(0, Offset::End)]);
     // Let the consumer settle into a long poll at the end of the log.
@@ -563,7 +551,7 @@ async fn two_brokers_on_postgres_serve_the_same_partitions() {
     let db = TestDb::postgres().await;
     let a = Broker::start(&db.url, &[]);
     let b = Broker::start(&db.url, &[]);
-    create_topic(&a, "spread", 4).await;
+    create_topic(&a.kafka, "spread", 4).await;
 
     let c = consumer(&b, &[]);
     let metadata = c.fetch_metadata(Some("spread"), TIMEOUT).expect("metadata");
@@ -615,7 +603,7 @@ async fn two_brokers_on_postgres_serve_the_same_partitions() {
 
 /// A librdkafka consumer's commit is the native group's position.
 async fn librdkafka_commits_are_the_native_position(broker: &Broker) {
-    create_topic(broker, "committed", 1).await;
+    create_topic(&broker.kafka, "committed", 1).await;
     let p = producer(broker, &[]);
     for i in 0..10u8 {
         produce(

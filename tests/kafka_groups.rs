@@ -13,16 +13,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::{
-    ApiKey, FindCoordinatorRequest, FindCoordinatorResponse, RequestHeader, ResponseHeader,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest, FindCoordinatorResponse};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
+use support::kafka::{call, create_topic};
 use support::{Broker, TestDb};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -112,24 +111,6 @@ fn number(m: &impl Message) -> u32 {
         .expect("a number")
 }
 
-async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("broker.address.family", "v4")
-        .create()
-        .expect("admin client");
-    for r in admin
-        .create_topics(
-            &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
-            &AdminOptions::new(),
-        )
-        .await
-        .expect("create topics")
-    {
-        r.expect("topic created");
-    }
-}
-
 /// Produces the numbers `range` to `topic`, number n to partition n % `partitions`.
 async fn produce(bootstrap: &str, topic: &str, partitions: u32, range: std::ops::Range<u32>) {
     let p: FutureProducer = ClientConfig::new()
@@ -169,29 +150,9 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 
 /// The port of the broker that coordinates `group`, asked of `kafka`.
 fn coordinator_port(kafka: &str, group: &str) -> i32 {
-    use std::io::{Read, Write};
-    let header = RequestHeader::default()
-        .with_request_api_key(ApiKey::FindCoordinator as i16)
-        .with_request_api_version(3)
-        .with_correlation_id(1);
-    let mut body = bytes::BytesMut::new();
-    header.encode(&mut body, 2).expect("header");
-    FindCoordinatorRequest::default()
-        .with_key(StrBytes::from_string(group.to_owned()))
-        .encode(&mut body, 3)
-        .expect("body");
-    let mut stream = std::net::TcpStream::connect(kafka).expect("connect");
-    stream
-        .write_all(&(body.len() as i32).to_be_bytes())
-        .and_then(|()| stream.write_all(&body))
-        .expect("send");
-    let mut len = [0u8; 4];
-    stream.read_exact(&mut len).expect("answer length");
-    let mut answer = vec![0u8; i32::from_be_bytes(len) as usize];
-    stream.read_exact(&mut answer).expect("answer");
-    let mut answer = bytes::Bytes::from(answer);
-    ResponseHeader::decode(&mut answer, 1).expect("header");
-    let response = FindCoordinatorResponse::decode(&mut answer, 3).expect("response");
+    let request =
+        FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.to_owned()));
+    let response: FindCoordinatorResponse = call(kafka, ApiKey::FindCoordinator, 3, &request);
     assert_eq!(response.error_code, 0);
     response.port
 }

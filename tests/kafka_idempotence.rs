@@ -13,19 +13,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{
-    ApiKey, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Message, Offset, TopicPartitionList};
+use support::kafka::{call, create_topic};
 use support::{free_port, Broker, TestDb};
 
 const RECORDS: usize = 100_000;
@@ -54,7 +51,7 @@ async fn survive_kills(db: &TestDb, second_broker: bool) {
         Some(b) => format!("{first},{}", b.kafka),
         None => first.clone(),
     };
-    create_numbers_topic(&kafka).await;
+    create_topic(&kafka, "numbers", PARTITIONS).await;
     let producer = idempotent_producer(&kafka);
     let sent = Arc::new(AtomicUsize::new(0));
     let sending = {
@@ -86,25 +83,6 @@ async fn survive_kills(db: &TestDb, second_broker: bool) {
 
     assert_each_number_once(&kafka, RECORDS);
     drop((broker, other));
-}
-
-/// Creates the topic `numbers` with PARTITIONS partitions.
-async fn create_numbers_topic(kafka: &str) {
-    let admin: AdminClient<DefaultClientContext> = client(kafka).create().expect("admin");
-    for r in admin
-        .create_topics(
-            &[NewTopic::new(
-                "numbers",
-                PARTITIONS,
-                TopicReplication::Fixed(1),
-            )],
-            &AdminOptions::new(),
-        )
-        .await
-        .expect("create")
-    {
-        r.expect("created");
-    }
 }
 
 /// An idempotent producer that reconnects and retries quickly.
@@ -218,8 +196,8 @@ async fn idempotent_producer_moves_between_two_brokers_on_postgres() {
     db.drop_db().await;
 }
 
-/// A Produce v9 frame carrying one idempotent batch of `n` records.
-fn produce_frame(producer_id: i64, epoch: i16, sequence: i32, n: usize) -> Vec<u8> {
+/// A Produce request carrying one idempotent batch of `n` records.
+fn produce_request(producer_id: i64, epoch: i16, sequence: i32, n: usize) -> ProduceRequest {
     let records: Vec<kafka_protocol::records::Record> = (0..n)
         .map(|i| kafka_protocol::records::Record {
             transactional: false,
@@ -247,38 +225,20 @@ fn produce_frame(producer_id: i64, epoch: i16, sequence: i32, n: usize) -> Vec<u
         },
     )
     .expect("batch");
-    let request = ProduceRequest::default()
+    ProduceRequest::default()
         .with_acks(-1)
         .with_timeout_ms(5000)
         .with_topic_data(vec![TopicProduceData::default()
             .with_name(TopicName(StrBytes::from_static_str("replayed")))
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(0)
-                .with_records(Some(batch.freeze()))])]);
-    let header = RequestHeader::default()
-        .with_request_api_key(ApiKey::Produce as i16)
-        .with_request_api_version(9)
-        .with_correlation_id(1);
-    let mut body = bytes::BytesMut::new();
-    header.encode(&mut body, 2).expect("header");
-    request.encode(&mut body, 9).expect("body");
-    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
-    frame.extend_from_slice(&body);
-    frame
+                .with_records(Some(batch.freeze()))])])
 }
 
-/// Sends one frame and returns the partition's (error code, base offset).
-fn exchange(kafka: &str, frame: &[u8]) -> (i16, i64) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(kafka).expect("connect");
-    stream.write_all(frame).expect("send");
-    let mut len = [0u8; 4];
-    stream.read_exact(&mut len).expect("answer length");
-    let mut answer = vec![0u8; i32::from_be_bytes(len) as usize];
-    stream.read_exact(&mut answer).expect("answer");
-    let mut answer = bytes::Bytes::from(answer);
-    ResponseHeader::decode(&mut answer, 1).expect("header");
-    let response = ProduceResponse::decode(&mut answer, 9).expect("response");
+/// Sends the request as Produce v9 and returns the partition's (error
+/// code, base offset).
+fn exchange(kafka: &str, request: &ProduceRequest) -> (i16, i64) {
+    let response: ProduceResponse = call(kafka, ApiKey::Produce, 9, request);
     let p = &response.responses[0].partition_responses[0];
     (p.error_code, p.base_offset)
 }
@@ -290,19 +250,19 @@ async fn a_replayed_batch_answers_its_original_offset_and_writes_nothing() {
     let kafka = broker.kafka.clone();
     tokio::task::spawn_blocking(move || {
         assert_eq!(
-            exchange(&kafka, &produce_frame(-1, -1, -1, 3)).0,
+            exchange(&kafka, &produce_request(-1, -1, -1, 3)).0,
             0,
             "creates the topic"
         );
-        let first = produce_frame(42, 0, 0, 2);
+        let first = produce_request(42, 0, 0, 2);
         assert_eq!(exchange(&kafka, &first), (0, 3));
-        assert_eq!(exchange(&kafka, &produce_frame(42, 0, 2, 1)), (0, 5));
+        assert_eq!(exchange(&kafka, &produce_request(42, 0, 2, 1)), (0, 5));
         // The exact same request again: the original base offset, nothing appended.
         assert_eq!(exchange(&kafka, &first), (0, 3));
         // A gap is refused: OUT_OF_ORDER_SEQUENCE_NUMBER.
-        assert_eq!(exchange(&kafka, &produce_frame(42, 0, 9, 1)).0, 45);
+        assert_eq!(exchange(&kafka, &produce_request(42, 0, 9, 1)).0, 45);
         // The next in sequence lands right after the last real append.
-        assert_eq!(exchange(&kafka, &produce_frame(42, 0, 3, 1)), (0, 6));
+        assert_eq!(exchange(&kafka, &produce_request(42, 0, 3, 1)), (0, 6));
     })
     .await
     .expect("exchanges");
@@ -431,7 +391,7 @@ async fn resend_after_lost_answers(db: &TestDb) {
         2,
         dropped.clone(),
     ));
-    create_numbers_topic(&proxy).await;
+    create_topic(&proxy, "numbers", PARTITIONS).await;
     // Paced, so that the records travel in a few hundred requests.
     let sent = AtomicUsize::new(0);
     send_numbers(

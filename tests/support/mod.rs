@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod kafka;
 pub mod router;
 
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,56 @@
+//! Kafka helpers shared by the tests and benches: topic creation through
+//! librdkafka's admin client, and one raw request/answer exchange for the
+//! cases a client library cannot produce (replays, coordinator lookups).
+
+use std::io::{Read, Write};
+
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+
+/// Creates `name` with `partitions` partitions through `bootstrap`.
+pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4")
+        .create()
+        .expect("admin client");
+    for r in admin
+        .create_topics(
+            &[NewTopic::new(name, partitions, TopicReplication::Fixed(1))],
+            &AdminOptions::new(),
+        )
+        .await
+        .expect("create topics")
+    {
+        r.expect("topic created");
+    }
+}
+
+/// Sends one request of `api` at `version` on a fresh connection and
+/// decodes its answer (blocking: call it off the async runtime's threads).
+pub fn call<A: Decodable>(kafka: &str, api: ApiKey, version: i16, request: &impl Encodable) -> A {
+    let header = RequestHeader::default()
+        .with_request_api_key(api as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(1);
+    let mut body = bytes::BytesMut::new();
+    header
+        .encode(&mut body, api.request_header_version(version))
+        .expect("header");
+    request.encode(&mut body, version).expect("body");
+    let mut stream = std::net::TcpStream::connect(kafka).expect("connect");
+    stream
+        .write_all(&(body.len() as i32).to_be_bytes())
+        .and_then(|()| stream.write_all(&body))
+        .expect("send");
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).expect("answer length");
+    let mut answer = vec![0u8; i32::from_be_bytes(len) as usize];
+    stream.read_exact(&mut answer).expect("answer");
+    let mut answer = bytes::Bytes::from(answer);
+    ResponseHeader::decode(&mut answer, api.response_header_version(version)).expect("header");
+    A::decode(&mut answer, version).expect("answer body")
+}
