@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader};
-use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use crate::broker::Broker;
 use crate::conn::ConnError;
@@ -58,8 +58,9 @@ pub struct Parsed {
     pub version: i16,
     /// The id its answer must carry.
     pub correlation_id: i32,
-    /// The client id of the header (empty when absent).
-    pub client_id: String,
+    /// The client id of the header (a slice of the frame: no copy on the
+    /// hot path; only JoinGroup keeps it).
+    pub client_id: Option<StrBytes>,
     /// The body; `None` for an ApiVersions version this broker does not
     /// implement, which is answered anyway.
     pub body: Option<RequestKind>,
@@ -80,11 +81,7 @@ pub fn parse(mut frame: Bytes) -> Result<Parsed, ConnError> {
     let header = RequestHeader::decode(&mut frame, api.request_header_version(version))
         .map_err(|e| ConnError::Malformed(format!("request header: {e}")))?;
     let correlation_id = header.correlation_id;
-    let client_id = header
-        .client_id
-        .as_ref()
-        .map(|c| c.to_string())
-        .unwrap_or_default();
+    let client_id = header.client_id;
     if !versions::supports(api, version) {
         if api == ApiKey::ApiVersions {
             return Ok(Parsed {
@@ -144,7 +141,10 @@ pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<
                     ready(respond(api, version, correlation_id, &answer))
                 })*
                 Some(RequestKind::JoinGroup(request)) => {
-                    let caller = Caller { client_id, host: peer.to_owned() };
+                    let caller = Caller {
+                        client_id: client_id.map(|c| c.to_string()).unwrap_or_default(),
+                        host: peer.to_owned(),
+                    };
                     let answer = join_group::handle(broker, version, request, caller).await;
                     ready(respond(api, version, correlation_id, &answer))
                 }
