@@ -69,7 +69,8 @@ pub struct JoinAnswer {
 }
 
 impl JoinAnswer {
-    fn error(error: ResponseError, member_id: &str) -> Self {
+    /// A failed join of `member_id`.
+    pub fn error(error: ResponseError, member_id: &str) -> Self {
         Self {
             error: Some(error),
             generation: -1,
@@ -93,7 +94,8 @@ pub struct SyncAnswer {
 }
 
 impl SyncAnswer {
-    fn error(error: ResponseError) -> Self {
+    /// A failed sync.
+    pub fn error(error: ResponseError) -> Self {
         Self {
             error: Some(error),
             ..Self::default()

@@ -76,12 +76,7 @@ impl Coordinator {
     /// JoinGroup; waits for the rebalance when the member must.
     pub async fn join(&self, group_id: &str, request: JoinRequest) -> JoinAnswer {
         let member_id = request.member_id.clone();
-        let failed = |error| JoinAnswer {
-            error: Some(error),
-            generation: -1,
-            member_id,
-            ..JoinAnswer::default()
-        };
+        let failed = |error| JoinAnswer::error(error, &member_id);
         let answer = match self.with_group(group_id, true, |g, now| g.join(request, now)) {
             Some(Pending::Now(answer)) => answer,
             Some(Pending::Later(rx)) => rx
@@ -121,10 +116,7 @@ impl Coordinator {
                 now,
             )
         });
-        let unknown = || SyncAnswer {
-            error: Some(ResponseError::UnknownMemberId),
-            ..SyncAnswer::default()
-        };
+        let unknown = || SyncAnswer::error(ResponseError::UnknownMemberId);
         let answer = match pending {
             Some(Pending::Now(answer)) => answer,
             Some(Pending::Later(rx)) => rx.await.unwrap_or_else(|_| unknown()),

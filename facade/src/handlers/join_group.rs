@@ -20,12 +20,7 @@ pub async fn handle(
 ) -> JoinGroupResponse {
     let group = request.group_id.to_string();
     let answer = match broker.group_error(&group).await {
-        Some(error) => JoinAnswer {
-            error: Some(error),
-            generation: -1,
-            member_id: request.member_id.to_string(),
-            ..Default::default()
-        },
+        Some(error) => JoinAnswer::error(error, &request.member_id),
         None => {
             let join = JoinRequest {
                 member_id: request.member_id.to_string(),
@@ -106,12 +101,7 @@ mod tests {
             )],
             skip_assignment: true,
         };
-        let failed = JoinAnswer {
-            error: Some(kafka_protocol::ResponseError::MemberIdRequired),
-            generation: -1,
-            member_id: "m-2".into(),
-            ..JoinAnswer::default()
-        };
+        let failed = JoinAnswer::error(kafka_protocol::ResponseError::MemberIdRequired, "m-2");
         for version in 2..=9 {
             for answer in [full.clone(), failed.clone()] {
                 response(version, answer)
