@@ -262,7 +262,7 @@ async fn main() {
                     println!(
                         "{backend:8} group of 3 on 8 partitions: all consuming after {joined:.2?}; {:>9.0} rec/s including the join, {:>9.0} rec/s after it",
                         n as f64 / took.as_secs_f64(),
-                        n as f64 / (took - joined).as_secs_f64(),
+                        n as f64 / took.saturating_sub(joined).as_secs_f64(),
                     );
                 }
                 broker
