@@ -1,4 +1,4 @@
-//! WAL checkpoints off the commit path.
+//! WAL checkpoints off the commit path, with a bounded WAL.
 //!
 //! SQLite's automatic checkpoint runs inside the commit that takes the WAL
 //! past 1,000 pages: every few large appends, one commit also copies the
@@ -6,9 +6,21 @@
 //! machine instead of ~2), and everything queued behind the single writer
 //! waits, which a producer with one request in flight (librdkafka with
 //! idempotence) feels directly. So the writer connection does not
-//! checkpoint; this task does, PASSIVE, on a connection of its own (its own
-//! thread), beside the writer. Once the WAL is copied, the writer's next
-//! transaction starts it again from the beginning, so it does not grow.
+//! checkpoint; this task does, on a connection of its own (its own thread).
+//!
+//! A PASSIVE checkpoint never waits, but under a steady stream of appends
+//! it never finishes either: the writer adds frames while it copies, so the
+//! WAL is never found fully copied and is never started again from the
+//! beginning. It then grows without bound, and every commit extends the
+//! file (block allocation, fresh pages, a metadata sync) instead of
+//! overwriting frames already on disk. So each round copies what it can
+//! PASSIVE, then, if the WAL holds more than [`RESTART_FRAMES`], runs a
+//! RESTART checkpoint: it copies the few frames written meanwhile while
+//! holding off the writer, and makes the writer's next transaction start
+//! the WAL again from the beginning. Its waits (for the writer's current
+//! transaction, for readers to leave the WAL) are bounded by the
+//! connection's short busy timeout ([`BUSY_TIMEOUT`]); when it gives up,
+//! appends go on and the next round tries again.
 
 use std::time::Duration;
 
@@ -16,6 +28,14 @@ use sqlx::SqlitePool;
 
 /// How often the WAL is copied into the database.
 const EVERY: Duration = Duration::from_secs(1);
+
+/// A WAL larger than this many frames (64 MiB of 4 KiB pages) is started
+/// again from the beginning once copied.
+const RESTART_FRAMES: i64 = 16_384;
+
+/// The longest a RESTART checkpoint waits for the writer or readers, and
+/// so the longest it can hold appends back.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// Checkpoints on `pool` until the pool is closed.
 pub(crate) fn spawn(pool: SqlitePool) {
@@ -27,10 +47,7 @@ pub(crate) fn spawn(pool: SqlitePool) {
             if pool.is_closed() {
                 return;
             }
-            if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-                .execute(&pool)
-                .await
-            {
+            if let Err(e) = round(&pool, RESTART_FRAMES).await {
                 if pool.is_closed() {
                     return;
                 }
@@ -38,4 +55,87 @@ pub(crate) fn spawn(pool: SqlitePool) {
             }
         }
     });
+}
+
+/// One round: copy PASSIVE, then restart the WAL if it holds more than
+/// `restart_frames`.
+async fn round(pool: &SqlitePool, restart_frames: i64) -> sqlx::Result<()> {
+    let (_, wal_frames, _) = checkpoint(pool, "PASSIVE").await?;
+    if wal_frames > restart_frames {
+        let (busy, wal_frames, copied) = checkpoint(pool, "RESTART").await?;
+        if busy != 0 {
+            tracing::debug!(
+                wal_frames,
+                copied,
+                "sqlite: WAL restart put off, the writer or a reader was busy"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs one checkpoint; returns SQLite's (busy, frames in the WAL, frames copied).
+async fn checkpoint(pool: &SqlitePool, mode: &str) -> sqlx::Result<(i64, i64, i64)> {
+    sqlx::query_as(&format!("PRAGMA wal_checkpoint({mode})"))
+        .fetch_one(pool)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::sqlite::SqliteStore;
+
+    /// A steady stream of 256 KiB commits, 128 MiB in all, with a round
+    /// every 20 ms that restarts a WAL past 1 MiB: the WAL file stays far
+    /// below what was written. PASSIVE alone lets it grow with the stream.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_steady_write_stream_does_not_grow_the_wal() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("wal.db");
+        let store = SqliteStore::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .expect("open");
+        sqlx::query("CREATE TABLE filler (b BLOB)")
+            .execute(&store.writer)
+            .await
+            .expect("create");
+        let done = Arc::new(AtomicBool::new(false));
+        let checkpoints = {
+            let (pool, done) = (store.checkpointer.clone(), done.clone());
+            tokio::spawn(async move {
+                while !done.load(Ordering::Relaxed) {
+                    round(&pool, 256).await.expect("checkpoint round");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            })
+        };
+        let blob = vec![7u8; 256 * 1024];
+        let wal = dir.path().join("wal.db-wal");
+        let mut largest = 0;
+        for _ in 0..512 {
+            let mut tx = store.begin_write().await.expect("begin");
+            sqlx::query("INSERT INTO filler (b) VALUES ($1)")
+                .bind(&blob)
+                .execute(&mut *tx)
+                .await
+                .expect("insert");
+            tx.commit().await.expect("commit");
+            sqlx::query("DELETE FROM filler")
+                .execute(&store.writer)
+                .await
+                .expect("delete");
+            largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+        }
+        done.store(true, Ordering::Relaxed);
+        checkpoints.await.expect("checkpoint task");
+        store.close().await;
+        assert!(
+            largest < 32 * 1024 * 1024,
+            "the WAL reached {largest} bytes for 128 MiB written"
+        );
+    }
 }

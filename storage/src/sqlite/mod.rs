@@ -58,12 +58,20 @@ impl SqliteStore {
         }
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
+            // An embedded connection does not go stale; pinging it before
+            // every transaction only adds a round trip to its thread.
+            .test_before_acquire(false)
             .connect_with(options.clone().pragma("wal_autocheckpoint", "0"))
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
         let checkpointer = SqlitePoolOptions::new()
             .max_connections(1)
-            .connect_with(options.clone().pragma("wal_autocheckpoint", "0"))
+            .connect_with(
+                options
+                    .clone()
+                    .pragma("wal_autocheckpoint", "0")
+                    .busy_timeout(checkpoint::BUSY_TIMEOUT),
+            )
             .await?;
         checkpoint::spawn(checkpointer.clone());
         let reader = SqlitePoolOptions::new()
