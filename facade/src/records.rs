@@ -129,8 +129,13 @@ fn decode_batch(
     )?;
     let mut body = body;
     out.reserve(count.min(body.len()));
-    for _ in 0..count {
-        out.push(decode_record(&mut body, base_timestamp)?);
+    let before = out.len();
+    // A record is at least 7 bytes, so a lying count mints no more ids than that.
+    for message_id in storage::new_message_ids(count.min(body.len() / 7 + 1)) {
+        out.push(decode_record(&mut body, base_timestamp, message_id)?);
+    }
+    if out.len() - before != count {
+        return Err(corrupt("fewer records than the batch's count"));
     }
     if body.has_remaining() {
         return Err(corrupt("bytes after the last record"));
@@ -142,7 +147,11 @@ fn decode_batch(
     }))
 }
 
-fn decode_record(buf: &mut Bytes, base_timestamp: i64) -> Result<Record, BatchError> {
+fn decode_record(
+    buf: &mut Bytes,
+    base_timestamp: i64,
+    message_id: uuid::Uuid,
+) -> Result<Record, BatchError> {
     let len = usize::try_from(varlong(buf)?).map_err(|_| corrupt("negative record length"))?;
     if buf.remaining() < len {
         return Err(corrupt("record longer than its batch"));
@@ -168,7 +177,7 @@ fn decode_record(buf: &mut Bytes, base_timestamp: i64) -> Result<Record, BatchEr
         return Err(corrupt("bytes after the record's headers"));
     }
     Ok(Record {
-        message_id: storage::new_message_id(),
+        message_id,
         transaction_id: None,
         trace_id: None,
         content: Content::Kafka(KafkaRecord {

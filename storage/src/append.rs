@@ -204,24 +204,23 @@ pub(crate) async fn append<T: AppendTx>(
             }
             let mut answers = Vec::with_capacity(job.records.len());
             for record in &job.records {
-                let txn = record.transaction_id();
-                let original = match &index {
-                    None => None,
-                    Some(index) => match fresh.get(&txn) {
+                let offset = head.next_offset + stored.len() as i64;
+                // Without a window nothing is a duplicate, and the (minted)
+                // transaction id is not even formatted.
+                if let Some(index) = &index {
+                    let txn = record.transaction_id();
+                    let original = match fresh.get(&txn) {
                         Some(&found) => Some(found),
                         None => originals.find(tx, head.id, index, &txn).await?,
-                    },
-                };
-                if let Some((message_id, offset)) = original {
-                    answers.push(Appended {
-                        status: PushStatus::Duplicate,
-                        message_id,
-                        offset,
-                    });
-                    continue;
-                }
-                let offset = head.next_offset + stored.len() as i64;
-                if index.is_some() {
+                    };
+                    if let Some((message_id, offset)) = original {
+                        answers.push(Appended {
+                            status: PushStatus::Duplicate,
+                            message_id,
+                            offset,
+                        });
+                        continue;
+                    }
                     stored_hashes.push(txn_hash(&txn));
                     fresh.insert(txn, (record.message_id, offset));
                 }

@@ -36,6 +36,7 @@ mod committer;
 mod consume;
 mod dedup;
 mod error;
+mod ids;
 pub mod kv;
 mod log;
 pub mod model;
@@ -53,8 +54,6 @@ mod txn;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use uuid::Uuid;
-
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use consume::{
     AckItem, AckRefusal, AckResult, AckStatus, DeadLetter, DeadLetterPage, DeadLetterQuery,
@@ -62,6 +61,7 @@ pub use consume::{
     PopRequest, PoppedMessage, Subscription, SubscriptionMode, QUEUE_MODE_GROUP,
 };
 pub use error::{Result, StorageError};
+pub use ids::{new_message_id, new_message_ids};
 pub use kv::{
     KvEntry, KvExpiry, KvOp, KvOutcome, KvPreconditionFailed, KvReason, KvRequest, KvResult,
 };
@@ -378,11 +378,6 @@ fn fold(items: Vec<PushItem>) -> (Vec<Group>, Vec<(usize, usize, bool)>) {
         }
     }
     (groups, slots)
-}
-
-/// Mints the id of a new message: a UUIDv7, ordered by time.
-pub fn new_message_id() -> Uuid {
-    Uuid::now_v7()
 }
 
 /// Checks a queue or partition name: non-empty, bounded, and free of the
