@@ -28,23 +28,41 @@ macro_rules! log_statements {
                 let mut out = Vec::new();
                 let mut next = from;
                 let mut bytes = 0;
-                // Rows stream in offset order and reading stops at the budget,
-                // so a small read never loads more segments than it returns.
-                let query = format!(
-                    "SELECT {} FROM segments WHERE {} ORDER BY base_offset",
-                    $crate::sql::SEGMENT_COLUMNS,
-                    $crate::sql::log::SEGMENTS_FROM,
-                );
-                let mut rows = sqlx::query_as::<_, $crate::append::SegmentRow>(&query)
-                    .bind(partition_id)
-                    .bind(from)
-                    .fetch(self.reader());
+                // Segments are asked for a page at a time (2, 4, 8, then 16):
+                // PostgreSQL sends every row a query selects, whether or not
+                // the reader stops early, so an open-ended range would ship
+                // the whole rest of a long partition for every fetch of a
+                // consumer far behind.
+                let mut page: i64 = 2;
+                let mut after: Option<i64> = None;
                 while out.len() < max_messages && (bytes < max_bytes || out.is_empty()) {
-                    let Some(segment) = rows.try_next().await? else {
-                        break;
+                    let range = match after {
+                        None => $crate::sql::log::SEGMENTS_FROM,
+                        Some(_) => "partition_id = $1 AND base_offset > $2",
                     };
-                    bytes += segment.records.len();
-                    $crate::sql::log::take_from(segment, &mut next, max_messages, &mut out)?;
+                    let query = format!(
+                        "SELECT {} FROM segments WHERE {range} ORDER BY base_offset LIMIT $3",
+                        $crate::sql::SEGMENT_COLUMNS,
+                    );
+                    let mut rows = sqlx::query_as::<_, $crate::append::SegmentRow>(&query)
+                        .bind(partition_id)
+                        .bind(after.unwrap_or(from))
+                        .bind(page)
+                        .fetch(self.reader());
+                    let mut taken = 0;
+                    while out.len() < max_messages && (bytes < max_bytes || out.is_empty()) {
+                        let Some(segment) = rows.try_next().await? else {
+                            break;
+                        };
+                        taken += 1;
+                        after = Some(segment.base_offset);
+                        bytes += segment.records.len();
+                        $crate::sql::log::take_from(segment, &mut next, max_messages, &mut out)?;
+                    }
+                    if taken < page {
+                        break; // the partition's end, or the budget
+                    }
+                    page = (page * 2).min(16);
                 }
                 Ok(out)
             }
