@@ -96,34 +96,8 @@ fn assign(c: &BaseConsumer, topic: &str, partitions: &[(i32, Offset)]) {
     c.assign(&tpl).expect("assign");
 }
 
-macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::TestDb::sqlite();
-                    let broker = crate::Broker::start(&db.url, &[]);
-                    crate::$name(&broker).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::TestDb::postgres().await;
-                    let broker = crate::Broker::start(&db.url, &[]);
-                    crate::$name(&broker).await;
-                    drop(broker);
-                    db.drop_db().await;
-                }
-            )*
-        }
-    };
-}
-
-both_backends!(
+support::broker_scenarios!(
+    &[];
     topics_are_created_described_grown_and_deleted,
     records_round_trip_with_keys_nulls_headers_and_timestamps,
     every_compression_codec_round_trips,

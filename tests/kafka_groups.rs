@@ -157,34 +157,8 @@ fn coordinator_port(kafka: &str, group: &str) -> i32 {
     response.port
 }
 
-macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::TestDb::sqlite();
-                    let broker = crate::Broker::start(&db.url, crate::BROKER_FLAGS);
-                    crate::$name(&broker).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::TestDb::postgres().await;
-                    let broker = crate::Broker::start(&db.url, crate::BROKER_FLAGS);
-                    crate::$name(&broker).await;
-                    drop(broker);
-                    db.drop_db().await;
-                }
-            )*
-        }
-    };
-}
-
-both_backends!(
+support::broker_scenarios!(
+    crate::BROKER_FLAGS;
     a_member_resumes_at_its_committed_offset,
     three_members_share_eight_partitions_and_outlive_a_killed_one,
     a_leaving_member_hands_its_partitions_over_at_once,

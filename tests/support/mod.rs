@@ -11,6 +11,38 @@ use std::time::Duration;
 
 use sqlx::Connection;
 
+/// Instantiates each scenario `name(&Broker)` of the test file once per
+/// backend, each on a fresh database and a broker started with `flags`.
+#[allow(unused_macros)] // not every test binary has broker scenarios
+macro_rules! broker_scenarios {
+    ($flags:expr; $($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = crate::support::TestDb::sqlite();
+                    let broker = crate::support::Broker::start(&db.url, $flags);
+                    crate::$name(&broker).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = crate::support::TestDb::postgres().await;
+                    let broker = crate::support::Broker::start(&db.url, $flags);
+                    crate::$name(&broker).await;
+                    drop(broker);
+                    db.drop_db().await;
+                }
+            )*
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use broker_scenarios;
+
 /// The PostgreSQL server the tests create their databases on.
 pub fn postgres_admin_url() -> String {
     std::env::var("QUEEN_TEST_POSTGRES_URL")
