@@ -10,7 +10,7 @@
 //!
 //! Produce is timed after one warm-up record (connection and producer id).
 //! `cargo bench --bench kafka` runs everything; `-- --backend sqlite`,
-//! `--records N` narrow it; `--idempotent true` produces with
+//! `--records N`, `--partitions N` narrow it; `--idempotent true` produces with
 //! `enable.idempotence=true`; `--repeat N` times the produce N times (into
 //! the same topic) and reports the median, for a noisy machine.
 
@@ -33,6 +33,7 @@ struct Args {
     records: usize,
     idempotent: bool,
     repeat: usize,
+    partitions: Vec<i32>,
 }
 
 fn args() -> Args {
@@ -42,6 +43,10 @@ fn args() -> Args {
         records: flags.get("records", 1_000_000),
         idempotent: flags.get("idempotent", false),
         repeat: flags.get("repeat", 1).max(1),
+        partitions: match flags.get("partitions", 0) {
+            0 => vec![1, 8],
+            n => vec![n],
+        },
     }
 }
 
@@ -238,7 +243,7 @@ fn latency(broker: &Broker, topic: &str) -> (Duration, Duration) {
 async fn main() {
     let args = args();
     for backend in args.backends.clone() {
-        for partitions in [1, 8] {
+        for partitions in args.partitions.clone() {
             let backend = backend.clone();
             let db = fresh_db(&backend).await;
             let broker = Broker::start(&db.url, &["--default-partitions", &partitions.to_string()]);
