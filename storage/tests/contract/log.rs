@@ -7,7 +7,7 @@ use storage::{Content, KafkaRecord, QueueOptions, Record, TopicCreation};
 use crate::push::push_one;
 use crate::support::{Db, START_MS};
 
-fn kafka(value: &str, timestamp_ms: i64) -> Record {
+pub(crate) fn kafka(value: &str, timestamp_ms: i64) -> Record {
     Record {
         message_id: storage::new_message_id(),
         transaction_id: None,
@@ -21,7 +21,7 @@ fn kafka(value: &str, timestamp_ms: i64) -> Record {
     }
 }
 
-async fn partition_id(engine: &storage::Engine, topic: &str, index: i32) -> i64 {
+pub(crate) async fn partition_id(engine: &storage::Engine, topic: &str, index: i32) -> i64 {
     let q = engine
         .queue(topic)
         .await

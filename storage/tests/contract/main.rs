@@ -5,6 +5,7 @@ mod consume;
 mod kv;
 mod log;
 mod offsets;
+mod postgres_only;
 mod producers;
 mod push;
 mod queues;
