@@ -17,8 +17,11 @@
 //! PASSIVE, then, if the WAL holds more than [`RESTART_FRAMES`], runs a
 //! RESTART checkpoint: it copies the few frames written meanwhile while
 //! holding off the writer, and makes the writer's next transaction start
-//! the WAL again from the beginning. Its waits (for the writer's current
-//! transaction, for readers to leave the WAL) are bounded by the
+//! the WAL again from the beginning. It first takes the writer pool's one
+//! connection, queueing fairly behind the transactions already waiting for
+//! it: a writer that starts its next transaction the moment the last one
+//! commits would otherwise win the write lock every time, and the WAL would
+//! grow as before. Its wait for readers to leave the WAL is bounded by the
 //! connection's short busy timeout ([`BUSY_TIMEOUT`]); when it gives up,
 //! appends go on and the next round tries again.
 
@@ -37,18 +40,19 @@ const RESTART_FRAMES: i64 = 16_384;
 /// so the longest it can hold appends back.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(100);
 
-/// Checkpoints on `pool` until the pool is closed.
-pub(crate) fn spawn(pool: SqlitePool) {
+/// Checkpoints on `pool` until the pool is closed, holding `writer` off
+/// during RESTARTs.
+pub(crate) fn spawn(pool: SqlitePool, writer: SqlitePool) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            if pool.is_closed() {
+            if pool.is_closed() || writer.is_closed() {
                 return;
             }
-            if let Err(e) = round(&pool, RESTART_FRAMES).await {
-                if pool.is_closed() {
+            if let Err(e) = round(&pool, &writer, RESTART_FRAMES).await {
+                if pool.is_closed() || writer.is_closed() {
                     return;
                 }
                 tracing::warn!(error = %e, "sqlite: WAL checkpoint failed");
@@ -59,15 +63,16 @@ pub(crate) fn spawn(pool: SqlitePool) {
 
 /// One round: copy PASSIVE, then restart the WAL if it holds more than
 /// `restart_frames`.
-async fn round(pool: &SqlitePool, restart_frames: i64) -> sqlx::Result<()> {
+async fn round(pool: &SqlitePool, writer: &SqlitePool, restart_frames: i64) -> sqlx::Result<()> {
     let (_, wal_frames, _) = checkpoint(pool, "PASSIVE").await?;
     if wal_frames > restart_frames {
+        let _writer_held = writer.acquire().await?;
         let (busy, wal_frames, copied) = checkpoint(pool, "RESTART").await?;
         if busy != 0 {
             tracing::debug!(
                 wal_frames,
                 copied,
-                "sqlite: WAL restart put off, the writer or a reader was busy"
+                "sqlite: WAL restart put off, a reader (or another process) was busy"
             );
         }
     }
@@ -105,10 +110,14 @@ mod tests {
             .expect("create");
         let done = Arc::new(AtomicBool::new(false));
         let checkpoints = {
-            let (pool, done) = (store.checkpointer.clone(), done.clone());
+            let (pool, writer, done) = (
+                store.checkpointer.clone(),
+                store.writer.clone(),
+                done.clone(),
+            );
             tokio::spawn(async move {
                 while !done.load(Ordering::Relaxed) {
-                    round(&pool, 256).await.expect("checkpoint round");
+                    round(&pool, &writer, 256).await.expect("checkpoint round");
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             })

@@ -73,7 +73,7 @@ impl SqliteStore {
                     .busy_timeout(checkpoint::BUSY_TIMEOUT),
             )
             .await?;
-        checkpoint::spawn(checkpointer.clone());
+        checkpoint::spawn(checkpointer.clone(), writer.clone());
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.read_only(true))
