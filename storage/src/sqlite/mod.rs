@@ -76,7 +76,10 @@ impl SqliteStore {
         checkpoint::spawn(checkpointer.clone(), writer.clone());
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
-            .connect_with(options.read_only(true))
+            // Every commit of the writer empties a reader's page cache (WAL
+            // mode), so under appends a reader's cache mostly holds pages no
+            // one reads again: SQLite's default 2 MiB, not the writer's 8.
+            .connect_with(options.read_only(true).pragma("cache_size", "-2048"))
             .await?;
         Ok(Self {
             writer,
