@@ -11,8 +11,8 @@
 //! Produce is timed after one warm-up record (connection and producer id).
 //! `cargo bench --bench kafka` runs everything; `-- --backend sqlite`,
 //! `--records N`, `--partitions N` narrow it; `--idempotent true` produces with
-//! `enable.idempotence=true`; `--repeat N` times the produce N times (into
-//! the same topic) and reports the median, for a noisy machine.
+//! `enable.idempotence=true`; `--repeat N` times the produce N times (each
+//! into a topic of its own) and reports the median, for a noisy machine.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -247,7 +247,9 @@ async fn main() {
             let backend = backend.clone();
             let db = fresh_db(&backend).await;
             let broker = Broker::start(&db.url, &["--default-partitions", &partitions.to_string()]);
-            let topic = "bench";
+            // One topic per produce run, so the consume phase reads a topic
+            // of exactly `n` records (the last run's).
+            let topic = move |run: usize| format!("bench-{run}");
             let n = args.records;
             let label = backend.clone();
             let idempotent = args.idempotent;
@@ -255,7 +257,7 @@ async fn main() {
             let broker = tokio::task::spawn_blocking(move || {
                 let backend = label;
                 let mut runs: Vec<f64> = (0..repeat)
-                    .map(|_| produce(&broker, topic, partitions, n, idempotent))
+                    .map(|run| produce(&broker, &topic(run), partitions, n, idempotent))
                     .collect();
                 runs.sort_by(f64::total_cmp);
                 let produced = runs[runs.len() / 2];
@@ -267,7 +269,8 @@ async fn main() {
                     );
                 }
                 let after_produce = peak_rss_mib(broker.child.id());
-                let consumed = consume(&broker, topic, partitions, n);
+                let topic = topic(repeat - 1);
+                let consumed = consume(&broker, &topic, partitions, n);
                 let mb = (n * 100) as f64 / 1e6;
                 println!(
                     "{backend:8} partitions {partitions} idempotent {idempotent}: produce {:>9.0} rec/s {:6.1} MB/s | consume {:>9.0} rec/s {:6.1} MB/s | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB)",
@@ -278,7 +281,7 @@ async fn main() {
                     peak_rss_mib(broker.child.id()),
                 );
                 if partitions == 8 {
-                    let (joined, took) = group_consume(&broker, topic, n);
+                    let (joined, took) = group_consume(&broker, &topic, n);
                     println!(
                         "{backend:8} group of 3 on 8 partitions: all consuming after {joined:.2?}; {:>9.0} rec/s including the join, {:>9.0} rec/s after it",
                         n as f64 / took.as_secs_f64(),
