@@ -34,6 +34,15 @@ pub(crate) async fn partition_id(engine: &storage::Engine, topic: &str, index: i
         .id
 }
 
+/// Creates Kafka topic `name` with one partition; returns that partition's id.
+pub(crate) async fn one_partition_topic(engine: &storage::Engine, name: &str) -> i64 {
+    engine
+        .create_topic(name, 1, &QueueOptions::for_kafka_topic())
+        .await
+        .expect("create");
+    partition_id(engine, name, 0).await
+}
+
 pub async fn topics_are_created_once_with_numbered_partitions(db: &Db) {
     let engine = db.engine().await;
     let kafka_options = QueueOptions::for_kafka_topic();
@@ -104,11 +113,7 @@ pub async fn topics_are_created_once_with_numbered_partitions(db: &Db) {
 
 pub async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
     let engine = db.engine().await;
-    engine
-        .create_topic("log", 1, &QueueOptions::for_kafka_topic())
-        .await
-        .expect("create");
-    let p = partition_id(&engine, "log", 0).await;
+    let p = one_partition_topic(&engine, "log").await;
     let appended = engine.appended_anywhere();
     let notified = appended.notified();
     tokio::pin!(notified);
@@ -183,11 +188,7 @@ pub async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
 
 pub async fn offsets_are_found_by_timestamp(db: &Db) {
     let engine = db.engine().await;
-    engine
-        .create_topic("times", 1, &QueueOptions::for_kafka_topic())
-        .await
-        .expect("create");
-    let p = partition_id(&engine, "times", 0).await;
+    let p = one_partition_topic(&engine, "times").await;
     assert_eq!(
         engine.offset_for_timestamp(p, 0).await.expect("lookup"),
         None,
@@ -272,11 +273,7 @@ pub async fn brokers_register_and_expire(db: &Db) {
 
 pub async fn large_appends_are_split_into_bounded_segments(db: &Db) {
     let engine = db.engine().await;
-    engine
-        .create_topic("large", 1, &QueueOptions::for_kafka_topic())
-        .await
-        .expect("create");
-    let p = partition_id(&engine, "large", 0).await;
+    let p = one_partition_topic(&engine, "large").await;
     let records: Vec<Record> = (0..30_000)
         .map(|i| kafka(&format!("{i:0>100}"), i))
         .collect();

@@ -1,9 +1,9 @@
 //! What only PostgreSQL does: how it stores segments.
 
 use sqlx::Connection;
-use storage::{QueueOptions, Record};
+use storage::Record;
 
-use crate::log::{kafka, partition_id};
+use crate::log::{kafka, one_partition_topic};
 use crate::support::Db;
 
 /// Segments are TOASTed; LZ4 compresses them at a fraction of pglz's cost
@@ -14,11 +14,7 @@ async fn segments_are_compressed_with_lz4() {
     sqlx::any::install_default_drivers();
     let db = Db::postgres().await;
     let engine = db.engine().await;
-    engine
-        .create_topic("compressed", 1, &QueueOptions::for_kafka_topic())
-        .await
-        .expect("create");
-    let p = partition_id(&engine, "compressed", 0).await;
+    let p = one_partition_topic(&engine, "compressed").await;
     let records: Vec<Record> = (0..5_000).map(|i| kafka(&"x".repeat(100), i)).collect();
     engine
         .append_records("compressed", p, records)

@@ -4,8 +4,9 @@
 
 use bytes::Bytes;
 use storage::producers::{ProducerBatch, ProducerError};
-use storage::{Content, Engine, KafkaRecord, QueueOptions, Record, StorageError};
+use storage::{Content, Engine, KafkaRecord, Record, StorageError};
 
+use crate::log::one_partition_topic;
 use crate::support::Db;
 
 fn records(n: usize) -> Vec<Record> {
@@ -22,20 +23,6 @@ fn records(n: usize) -> Vec<Record> {
             }),
         })
         .collect()
-}
-
-async fn topic(engine: &Engine) -> i64 {
-    engine
-        .create_topic("idem", 1, &QueueOptions::for_kafka_topic())
-        .await
-        .expect("create");
-    engine
-        .queue("idem")
-        .await
-        .expect("read")
-        .expect("exists")
-        .partitions[0]
-        .id
 }
 
 async fn send(
@@ -60,7 +47,7 @@ async fn send(
 
 pub async fn sequences_dedup_retries_and_refuse_gaps(db: &Db) {
     let engine = db.engine().await;
-    let p = topic(&engine).await;
+    let p = one_partition_topic(&engine, "idem").await;
     let (id, epoch) = engine
         .init_producer_id(None, None)
         .await
@@ -138,7 +125,7 @@ pub async fn sequences_dedup_retries_and_refuse_gaps(db: &Db) {
 
 pub async fn sequences_wrap_at_two_to_the_31(db: &Db) {
     let engine = db.engine().await;
-    let p = topic(&engine).await;
+    let p = one_partition_topic(&engine, "idem").await;
     let (id, epoch) = engine
         .init_producer_id(None, None)
         .await
@@ -201,7 +188,7 @@ pub async fn producer_ids_are_unique_and_epochs_fence(db: &Db) {
 
 pub async fn idle_producer_state_expires(db: &Db) {
     let engine = db.engine().await;
-    let p = topic(&engine).await;
+    let p = one_partition_topic(&engine, "idem").await;
     let (id, epoch) = engine.init_producer_id(None, None).await.expect("id");
     send(&engine, p, id, epoch, 0, 1).await.expect("append");
     db.clock.advance_ms(1000);
