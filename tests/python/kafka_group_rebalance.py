@@ -232,6 +232,9 @@ def main():
 
         wait_for(everything, deadline, f"every one of the {TOTAL} numbers to be consumed", children)
         last_at = max(at for c in children for at, e in c.snapshot() if "records" in e)
+        # Taken while both survivors are still members: once the first of
+        # them closes, the group gives the other everything.
+        final = {c.name: c.assignment(since=killed_at) for c in survivors}
     finally:
         for c in survivors:
             if c.process.poll() is None:
@@ -254,8 +257,7 @@ def main():
         failed = [e for _, e in c.snapshot() if "commit_failed" in e]
         verify(not failed, f"member {c.name} had commits refused: {failed}")
 
-    # The survivors' last assignments (after the kill) cover all partitions.
-    final = {c.name: c.assignment(since=killed_at) for c in survivors}
+    # The survivors' assignments after the kill cover all partitions.
     verify(sorted(p for ps in final.values() for p in ps) == list(range(PARTITIONS)),
           f"final assignments do not cover the 8 partitions once each: {final}")
     # They took the killed member's partitions and consumed from them.
