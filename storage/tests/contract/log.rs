@@ -21,7 +21,7 @@ pub(crate) fn kafka(value: &str, timestamp_ms: i64) -> Record {
     }
 }
 
-pub(crate) async fn partition_id(engine: &storage::Engine, topic: &str, index: i32) -> i64 {
+async fn partition_id(engine: &storage::Engine, topic: &str, index: i32) -> i64 {
     let q = engine
         .queue(topic)
         .await
