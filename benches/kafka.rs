@@ -11,7 +11,10 @@
 //! Produce is timed after one warm-up record (connection and producer id).
 //! `cargo bench --bench kafka` runs everything; `-- --backend sqlite`,
 //! `--records N`, `--partitions N` narrow it; `--idempotent true` produces with
-//! `enable.idempotence=true`; `--repeat N` times the produce N times (each
+//! `enable.idempotence=true`; `--max-in-flight N` sets the producer's
+//! `max.in.flight` (librdkafka's default otherwise: with idempotence it sends
+//! one request per partition at a time, so `--max-in-flight 1` without it
+//! shows what that alone costs); `--repeat N` times the produce N times (each
 //! into a topic of its own) and reports the median, for a noisy machine.
 
 #[path = "../tests/support/mod.rs"]
@@ -31,9 +34,27 @@ use support::Broker;
 struct Args {
     backends: Vec<String>,
     records: usize,
-    idempotent: bool,
+    mode: Mode,
     repeat: usize,
     partitions: Vec<i32>,
+}
+
+/// How the timed producer sends: with or without idempotence, and with
+/// librdkafka's own in-flight limit unless `--max-in-flight` sets one.
+#[derive(Clone, Copy)]
+struct Mode {
+    idempotent: bool,
+    max_in_flight: Option<u32>,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "idempotent {}", self.idempotent)?;
+        match self.max_in_flight {
+            Some(n) => write!(f, ", max.in.flight {n}"),
+            None => Ok(()),
+        }
+    }
 }
 
 fn args() -> Args {
@@ -41,7 +62,13 @@ fn args() -> Args {
     Args {
         backends: flags.backends(),
         records: flags.get("records", 1_000_000),
-        idempotent: flags.get("idempotent", false),
+        mode: Mode {
+            idempotent: flags.get("idempotent", false),
+            max_in_flight: match flags.get("max-in-flight", 0) {
+                0 => None,
+                n => Some(n),
+            },
+        },
         repeat: flags.get("repeat", 1).max(1),
         partitions: match flags.get("partitions", 0) {
             0 => vec![1, 8],
@@ -57,10 +84,14 @@ fn client(broker: &Broker) -> ClientConfig {
     c
 }
 
-fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, idempotent: bool) -> f64 {
-    let producer: ThreadedProducer<DefaultProducerContext> = client(broker)
+fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: Mode) -> f64 {
+    let mut config = client(broker);
+    if let Some(n) = mode.max_in_flight {
+        config.set("max.in.flight", n.to_string());
+    }
+    let producer: ThreadedProducer<DefaultProducerContext> = config
         .set("acks", "all")
-        .set("enable.idempotence", idempotent.to_string())
+        .set("enable.idempotence", mode.idempotent.to_string())
         .set("linger.ms", "20")
         .set("batch.size", "1048576")
         .set("batch.num.messages", "100000")
@@ -252,18 +283,18 @@ async fn main() {
             let topic = move |run: usize| format!("bench-{run}");
             let n = args.records;
             let label = backend.clone();
-            let idempotent = args.idempotent;
+            let mode = args.mode;
             let repeat = args.repeat;
             let broker = tokio::task::spawn_blocking(move || {
                 let backend = label;
                 let mut runs: Vec<f64> = (0..repeat)
-                    .map(|run| produce(&broker, &topic(run), partitions, n, idempotent))
+                    .map(|run| produce(&broker, &topic(run), partitions, n, mode))
                     .collect();
                 runs.sort_by(f64::total_cmp);
                 let produced = runs[runs.len() / 2];
                 if repeat > 1 {
                     println!(
-                        "{backend:8} partitions {partitions} idempotent {idempotent}: {repeat} produce runs, {:.0} to {:.0} rec/s, median below",
+                        "{backend:8} partitions {partitions} {mode}: {repeat} produce runs, {:.0} to {:.0} rec/s, median below",
                         n as f64 / runs[runs.len() - 1],
                         n as f64 / runs[0],
                     );
@@ -273,7 +304,7 @@ async fn main() {
                 let consumed = consume(&broker, &topic, partitions, n);
                 let mb = (n * 100) as f64 / 1e6;
                 println!(
-                    "{backend:8} partitions {partitions} idempotent {idempotent}: produce {:>9.0} rec/s {:6.1} MB/s | consume {:>9.0} rec/s {:6.1} MB/s | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB)",
+                    "{backend:8} partitions {partitions} {mode}: produce {:>9.0} rec/s {:6.1} MB/s | consume {:>9.0} rec/s {:6.1} MB/s | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB)",
                     n as f64 / produced,
                     mb / produced,
                     n as f64 / consumed,
