@@ -13,14 +13,16 @@
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
-use bytes::Bytes;
 use uuid::Uuid;
 
+use crate::backend::AsConn;
 use crate::dedup::{DedupCache, HashRow, WindowIndex};
 use crate::error::{Result, StorageError};
 use crate::model::PushStatus;
 use crate::producers::{self, ProducerBatch, ProducerError, ProducerState, Verdict};
-use crate::record::{decode_segment, Record};
+use crate::record::Record;
+use crate::sql;
+use crate::sql::dedup::Rows;
 
 /// A partition's write state, read under its lock.
 #[derive(Debug, Clone)]
@@ -43,42 +45,11 @@ pub(crate) struct NewSegment {
     pub records: Vec<u8>,
 }
 
-/// A stored segment as read back (select [`crate::sql::SEGMENT_COLUMNS`]).
-#[derive(Debug, sqlx::FromRow)]
-pub(crate) struct SegmentRow {
-    pub base_offset: i64,
-    #[sqlx(rename = "record_count")]
-    pub count: i64,
-    pub created_at: i64,
-    pub format: i16,
-    pub records: Vec<u8>,
-}
-
-impl SegmentRow {
-    pub(crate) fn decode(self) -> Result<Vec<Record>> {
-        decode_segment(self.format, Bytes::from(self.records), self.count as usize)
-    }
-}
-
 /// The statements a backend runs inside the append transaction.
-pub(crate) trait AppendTx {
+pub(crate) trait AppendTx: AsConn {
     /// Locks the given partitions (ids ascending, so concurrent writers never
     /// deadlock) and returns the state of those that exist.
     async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>>;
-    /// The partition's sidecar rows created at or after `since_ms`, in offset order.
-    async fn hash_rows_since(&mut self, partition_id: i64, since_ms: i64) -> Result<Vec<HashRow>>;
-    /// The partition's sidecar rows from offset `from` on, in offset order.
-    async fn hash_rows_from(&mut self, partition_id: i64, from: i64) -> Result<Vec<HashRow>>;
-    /// The segment of the partition that holds `offset`, if still stored.
-    async fn segment_at(&mut self, partition_id: i64, offset: i64) -> Result<Option<SegmentRow>>;
-    /// A Kafka producer's state on the partition, if it has any.
-    async fn producer_state(
-        &mut self,
-        partition_id: i64,
-        producer_id: i64,
-    ) -> Result<Option<ProducerState>>;
-    /// Stores Kafka producers' states: (partition, producer, state).
-    async fn save_producers(&mut self, states: &[(i64, i64, ProducerState)]) -> Result<()>;
     /// Inserts segments and sidecar rows, and moves the partition heads forward.
     async fn write(
         &mut self,
@@ -174,7 +145,9 @@ pub(crate) async fn append<T: AppendTx>(
         {
             if let Some(batch) = &job.producer {
                 if let Entry::Vacant(slot) = producers.entry(batch.producer_id) {
-                    slot.insert(tx.producer_state(head.id, batch.producer_id).await?);
+                    slot.insert(
+                        sql::producers::state(&mut tx.conn(), head.id, batch.producer_id).await?,
+                    );
                 }
                 let state = producers.get(&batch.producer_id).and_then(Option::as_ref);
                 match producers::judge(state, batch, job.records.len()) {
@@ -263,7 +236,7 @@ pub(crate) async fn append<T: AppendTx>(
     }
     if !producer_states.is_empty() {
         producer_states.dedup_by_key(|(p, id, _)| (*p, *id));
-        tx.save_producers(&producer_states).await?;
+        sql::producers::save(&mut tx.conn(), &producer_states).await?;
     }
     let outcomes = outcomes
         .into_iter()
@@ -323,7 +296,7 @@ async fn window_index<T: AppendTx>(
         Some(mut index) => {
             index.evict_before(since);
             let rows = if index.covered_to < head.next_offset {
-                tx.hash_rows_from(head.id, index.covered_to).await?
+                sql::dedup::rows(&mut tx.conn(), head.id, Rows::From(index.covered_to)).await?
             } else {
                 Vec::new()
             };
@@ -331,7 +304,7 @@ async fn window_index<T: AppendTx>(
         }
         None => (
             WindowIndex::new(since),
-            tx.hash_rows_since(head.id, since).await?,
+            sql::dedup::rows(&mut tx.conn(), head.id, Rows::CreatedSince(since)).await?,
         ),
     };
     for row in &rows {
@@ -383,7 +356,7 @@ impl Originals {
         };
         let position = match self.segments.iter().position(held) {
             Some(i) => i,
-            None => match tx.segment_at(partition_id, offset).await? {
+            None => match sql::segments::at(&mut tx.conn(), partition_id, offset).await? {
                 Some(row) => {
                     self.segments.push((row.base_offset, row.decode()?));
                     self.segments.len() - 1

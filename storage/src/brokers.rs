@@ -8,28 +8,23 @@ impl Engine {
     /// Registers this broker under its advertised address; the id is stable
     /// for that address across restarts.
     pub async fn register_broker(&self, host: &str, port: i32) -> Result<i32> {
-        self.inner
-            .store
-            .register_broker(host, port, self.inner.clock.now_ms())
+        crate::sql::brokers::register(&self.inner.store, host, port, self.inner.clock.now_ms())
             .await
     }
 
     /// Records that broker `id` is alive.
     pub async fn broker_heartbeat(&self, id: i32) -> Result<()> {
-        self.inner
-            .store
-            .broker_heartbeat(id, self.inner.clock.now_ms())
-            .await
+        crate::sql::brokers::heartbeat(&self.inner.store, id, self.inner.clock.now_ms()).await
     }
 
     /// The brokers that sent a heartbeat within the last `within_ms`.
     pub async fn live_brokers(&self, within_ms: i64) -> Result<Vec<BrokerInfo>> {
         let since = self.inner.clock.now_ms().saturating_sub(within_ms);
-        self.inner.store.live_brokers(since).await
+        crate::sql::brokers::live(&self.inner.store, since).await
     }
 
     /// The id of the cluster, the same for every broker on the database.
     pub async fn cluster_id(&self) -> Result<String> {
-        self.inner.store.cluster_id().await
+        crate::sql::brokers::cluster_id(&self.inner.store).await
     }
 }

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::append::{AppendJob, JobOutcome};
+use crate::backend::{on_db, Store};
 use crate::clock::Clock;
 use crate::dedup::DedupCache;
 use crate::error::{Result, StorageError};
-use crate::store::Store;
 
 /// The most records one group commit takes before it runs.
 const MAX_GROUP_RECORDS: usize = 50_000;
@@ -138,9 +138,8 @@ impl Writer {
 
     /// Appends in one transaction.
     async fn append(&self, jobs: &[AppendJob]) -> Result<Vec<JobOutcome>> {
-        self.store
-            .append(jobs, self.clock.now_ms(), &self.cache)
-            .await
+        let now = self.clock.now_ms();
+        on_db!(&self.store, s => s.append(jobs, now, &self.cache).await)
     }
 }
 

@@ -30,6 +30,7 @@
 //! `append::append` in one transaction, commits, and answers each job.
 
 mod append;
+mod backend;
 mod brokers;
 pub mod clock;
 mod committer;
@@ -47,7 +48,6 @@ pub mod producers;
 pub mod record;
 mod sql;
 mod sqlite;
-mod store;
 mod topics;
 mod txn;
 
@@ -76,8 +76,8 @@ pub use topics::TopicCreation;
 pub use txn::{TxnOp, TxnOpResult, TxnOutcome, TxnRequest, TxnRollback};
 
 use append::{AppendJob, JobOutcome};
+use backend::Store;
 use committer::Committer;
-use store::Store;
 
 /// How many transaction-id hashes the dedup cache keeps in all (about 30
 /// bytes each): past it, the largest partitions read their window afresh.
@@ -153,10 +153,8 @@ impl Engine {
     /// partition is created if missing. Messages and partitions are kept.
     pub async fn configure_queue(&self, name: &str, options: &QueueOptions) -> Result<QueueInfo> {
         validate_name("queue name", name)?;
-        self.inner
-            .store
-            .configure(name, options, self.inner.clock.now_ms())
-            .await?;
+        let now = self.inner.clock.now_ms();
+        sql::catalog::configure(&self.inner.store, name, options, now).await?;
         self.queue(name)
             .await?
             .ok_or_else(|| StorageError::QueueNotFound(name.to_owned()))
@@ -164,17 +162,17 @@ impl Engine {
 
     /// The queue with its partitions, if it exists.
     pub async fn queue(&self, name: &str) -> Result<Option<QueueInfo>> {
-        self.inner.store.queue(name).await
+        sql::catalog::queue(&self.inner.store, name).await
     }
 
     /// Every queue, by name.
     pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
-        self.inner.store.queues().await
+        sql::catalog::queues(&self.inner.store).await
     }
 
     /// Deletes a queue with everything in it; returns whether it existed.
     pub async fn delete_queue(&self, name: &str) -> Result<bool> {
-        let existed = self.inner.store.delete_queue(name).await?;
+        let existed = sql::catalog::delete_queue(&self.inner.store, name).await?;
         self.cache().retain(|(queue, _), _| queue != name);
         Ok(existed)
     }
@@ -271,16 +269,15 @@ impl Engine {
         if let Some(&id) = self.cache().get(&key) {
             return Ok(id);
         }
-        let id = self
-            .inner
-            .store
-            .ensure_partition(
-                queue,
-                partition,
-                &QueueOptions::default(),
-                self.inner.clock.now_ms(),
-            )
-            .await?;
+        let now = self.inner.clock.now_ms();
+        let id = sql::catalog::ensure_partition(
+            &self.inner.store,
+            queue,
+            partition,
+            &QueueOptions::default(),
+            now,
+        )
+        .await?;
         let mut cache = self.cache();
         if cache.len() >= PARTITION_CACHE_LIMIT {
             cache.clear();
@@ -304,7 +301,7 @@ impl Engine {
         let Some(p) = info.partitions.iter().find(|p| p.name == partition) else {
             return Ok(Vec::new());
         };
-        self.inner.store.read(p.id, from, max, usize::MAX).await
+        sql::segments::read(&self.inner.store, p.id, from, max, usize::MAX).await
     }
 
     /// Checks that the database answers.

@@ -12,6 +12,7 @@ use crate::error::{Result, StorageError};
 use crate::model::StoredMessage;
 use crate::producers::ProducerBatch;
 use crate::record::Record;
+use crate::sql;
 use crate::Engine;
 
 /// An append queued by [`Engine::start_append`].
@@ -47,7 +48,7 @@ impl PendingAppend {
 }
 
 /// The bounds of a partition's log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
 pub struct LogBounds {
     /// The first offset still stored.
     pub log_start: i64,
@@ -117,24 +118,21 @@ impl Engine {
         max_messages: usize,
         max_bytes: usize,
     ) -> Result<Vec<StoredMessage>> {
-        self.inner
-            .store
-            .read(partition_id, from, max_messages, max_bytes)
-            .await
+        sql::segments::read(
+            &self.inner.store,
+            partition_id,
+            from,
+            max_messages,
+            max_bytes,
+        )
+        .await
     }
 
     /// The partition's log start and next offset.
     pub async fn log_bounds(&self, partition_id: i64) -> Result<LogBounds> {
-        let (next_offset, log_start) = self
-            .inner
-            .store
-            .partition_state(partition_id)
+        sql::catalog::bounds(&self.inner.store, partition_id)
             .await?
-            .ok_or(StorageError::PartitionNotFound(partition_id))?;
-        Ok(LogBounds {
-            log_start,
-            next_offset,
-        })
+            .ok_or(StorageError::PartitionNotFound(partition_id))
     }
 
     /// The first message stamped at or after `timestamp` (ms): its offset and timestamp.
@@ -143,15 +141,12 @@ impl Engine {
         partition_id: i64,
         timestamp: i64,
     ) -> Result<Option<(i64, i64)>> {
-        self.inner
-            .store
-            .offset_for_timestamp(partition_id, timestamp)
-            .await
+        sql::segments::offset_for_timestamp(&self.inner.store, partition_id, timestamp).await
     }
 
     /// The message with the largest timestamp: its offset and timestamp.
     pub async fn max_timestamp_offset(&self, partition_id: i64) -> Result<Option<(i64, i64)>> {
-        self.inner.store.max_timestamp_offset(partition_id).await
+        sql::segments::max_timestamp_offset(&self.inner.store, partition_id).await
     }
 
     /// Notified whenever new messages may be readable in any queue: appends

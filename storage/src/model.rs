@@ -116,7 +116,7 @@ impl StoredMessage {
 }
 
 /// A broker sharing the database, as Kafka clients are told about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct BrokerInfo {
     /// The broker id.
     pub id: i32,

@@ -5,6 +5,7 @@
 //! can move from one protocol to the other and resume where it stopped.
 
 use crate::error::Result;
+use crate::sql;
 use crate::Engine;
 
 /// A committed position: the next offset to consume, with Kafka's metadata.
@@ -26,10 +27,8 @@ impl Engine {
         commits: &[(i64, CommittedOffset)],
     ) -> Result<()> {
         crate::validate_name("group name", group)?;
-        self.inner
-            .store
-            .commit_offsets(group, commits, self.inner.clock.now_ms())
-            .await
+        let now = self.inner.clock.now_ms();
+        sql::offsets::commit(&self.inner.store, group, commits, now).await
     }
 
     /// Every committed position of `group`, by topic and Kafka partition.
@@ -37,19 +36,19 @@ impl Engine {
         &self,
         group: &str,
     ) -> Result<Vec<(String, i32, CommittedOffset)>> {
-        self.inner.store.committed_offsets(group).await
+        sql::offsets::of_group(&self.inner.store, group).await
     }
 
     /// Every consumer group with a stored position (Kafka or native), by
     /// name; the queue-mode pseudo-group is not one.
     pub async fn group_names(&self) -> Result<Vec<String>> {
-        self.inner.store.group_names().await
+        sql::offsets::group_names(&self.inner.store).await
     }
 
     /// Deletes the committed offsets of `group` on these partitions (Kafka's
     /// OffsetDelete); returns how many there were.
     pub async fn delete_offsets(&self, group: &str, partition_ids: &[i64]) -> Result<u64> {
         crate::validate_name("group name", group)?;
-        self.inner.store.delete_offsets(group, partition_ids).await
+        sql::offsets::delete(&self.inner.store, group, partition_ids).await
     }
 }

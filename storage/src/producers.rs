@@ -215,22 +215,20 @@ impl Engine {
         transactional_id: Option<&str>,
         current: Option<(i64, i16)>,
     ) -> Result<(i64, i16)> {
-        self.inner
-            .store
-            .init_producer_id(transactional_id, current, self.inner.clock.now_ms())
-            .await
+        let now = self.inner.clock.now_ms();
+        crate::sql::producers::init_id(&self.inner.store, transactional_id, current, now).await
     }
 
     /// The producers with state on a partition.
     pub async fn producers(&self, partition_id: i64) -> Result<Vec<ProducerInfo>> {
-        self.inner.store.producers(partition_id).await
+        crate::sql::producers::on_partition(&self.inner.store, partition_id).await
     }
 
     /// Forgets up to `limit` producer states idle for longer than
     /// `idle_ms`; returns how many. Meant for a background loop.
     pub async fn expire_producers(&self, idle_ms: i64, limit: i64) -> Result<u64> {
         let before = self.inner.clock.now_ms().saturating_sub(idle_ms);
-        self.inner.store.expire_producers(before, limit).await
+        crate::sql::producers::expire(&self.inner.store, before, limit).await
     }
 }
 

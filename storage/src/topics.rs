@@ -30,11 +30,10 @@ impl Engine {
             )));
         }
         let names: Vec<String> = (0..partitions).map(|i| i.to_string()).collect();
-        let created = self
-            .inner
-            .store
-            .create_queue(name, options, &names, self.inner.clock.now_ms())
-            .await?;
+        let now = self.inner.clock.now_ms();
+        let created =
+            crate::sql::catalog::create_queue(&self.inner.store, name, options, &names, now)
+                .await?;
         Ok(if created {
             TopicCreation::Created
         } else {
@@ -62,15 +61,14 @@ impl Engine {
                     "queue {name:?} already has a partition named {partition:?} at another index"
                 )));
             }
-            self.inner
-                .store
-                .ensure_partition(
-                    name,
-                    &partition,
-                    &QueueOptions::for_kafka_topic(),
-                    self.inner.clock.now_ms(),
-                )
-                .await?;
+            crate::sql::catalog::ensure_partition(
+                &self.inner.store,
+                name,
+                &partition,
+                &QueueOptions::for_kafka_topic(),
+                self.inner.clock.now_ms(),
+            )
+            .await?;
         }
         Ok(())
     }

@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::append::{append, AppendJob, AppendTx, Indexes, JobOutcome};
+use crate::backend::on_db;
 use crate::consume::{ack, validate_group, AckItem, AckResult, ConsumeTx};
 use crate::dedup::DedupCache;
 use crate::error::{Result, StorageError};
@@ -307,12 +308,9 @@ impl Engine {
         for attempt in 0..2 {
             let plan = self.plan(&request, borrowed.as_deref()).await?;
             let now = self.inner.clock.now_ms();
-            match self
-                .inner
-                .store
-                .transaction(&plan, now, &self.inner.dedup)
-                .await
-            {
+            let ran =
+                on_db!(&self.inner.store, s => s.transaction(&plan, now, &self.inner.dedup).await);
+            match ran {
                 // A cached partition id went stale (its queue was deleted
                 // meanwhile): resolve the partitions afresh and run again.
                 Err(StorageError::PartitionNotFound(_)) if attempt == 0 => {

@@ -12,15 +12,12 @@
 //!   wins and puts the cursor back at (or past) its message.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
 
 use super::{ConsumeTx, CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK_SPAN};
 use crate::error::Result;
 use crate::record::{decode_segment_range, Record};
-
-/// Segments read per statement at most. The first statement reads one
-/// (a segment can hold a whole request's thousand messages, so one is often
-/// enough); each further statement reads twice as many.
-const MAX_SEGMENTS_PER_READ: i64 = 16;
+use crate::sql::segments;
 
 /// The dead-letter error text of a message whose retries ran out.
 const RETRIES_EXHAUSTED: &str = "Retries exhausted";
@@ -424,44 +421,41 @@ async fn resolve<T: ConsumeTx>(
 ) -> Result<()> {
     let mut next = lo;
     let mut unresolved = found.len();
-    let mut rows = 1;
-    while next < hi && unresolved > 0 {
-        let segments = tx.segments_from(partition_id, next, rows).await?;
-        rows = (rows * 2).min(MAX_SEGMENTS_PER_READ);
-        if segments.is_empty() {
-            break;
-        }
-        for segment in segments {
-            let base = segment.base_offset;
-            let created_at = segment.created_at;
-            let count = segment.count;
-            // Only the records of [next, hi) are decoded.
-            let skip = usize::try_from(next - base).unwrap_or(0);
-            let take = usize::try_from(hi - base).unwrap_or(0).saturating_sub(skip);
-            let records = decode_segment_range(
-                segment.format,
-                bytes::Bytes::from(segment.records),
-                count as usize,
-                skip,
-                take,
-            )?;
-            for (i, record) in records.into_iter().enumerate() {
-                let offset = base + (skip + i) as i64;
-                let txn = record.transaction_id();
-                if let Some(f) = found.get_mut(txn.as_str()) {
-                    if offset < c {
-                        f.below = Some(offset);
-                    } else if f.pending.is_none() {
-                        f.pending = Some((offset, created_at, record));
-                        unresolved -= 1;
-                    }
+    if next >= hi || unresolved == 0 {
+        return Ok(());
+    }
+    segments::scan(&mut tx.conn(), partition_id, lo, |segment| {
+        let base = segment.base_offset;
+        let created_at = segment.created_at;
+        let end = segment.end();
+        // Only the records of [next, hi) are decoded.
+        let skip = usize::try_from(next - base).unwrap_or(0);
+        let take = usize::try_from(hi - base).unwrap_or(0).saturating_sub(skip);
+        let records = decode_segment_range(
+            segment.format,
+            bytes::Bytes::from(segment.records),
+            segment.count as usize,
+            skip,
+            take,
+        )?;
+        for (i, record) in records.into_iter().enumerate() {
+            let offset = base + (skip + i) as i64;
+            let txn = record.transaction_id();
+            if let Some(f) = found.get_mut(txn.as_str()) {
+                if offset < c {
+                    f.below = Some(offset);
+                } else if f.pending.is_none() {
+                    f.pending = Some((offset, created_at, record));
+                    unresolved -= 1;
                 }
             }
-            next = next.max(base + count);
-            if next >= hi || unresolved == 0 {
-                break;
-            }
         }
-    }
-    Ok(())
+        next = next.max(end);
+        Ok(if next >= hi || unresolved == 0 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
+    })
+    .await
 }

@@ -9,10 +9,9 @@ use super::{
     AckItem, AckResult, DeadLetterQuery, GroupPosition, LeaseExtension, PopOutcome, Subscription,
     SubscriptionMode,
 };
-use crate::append::SegmentRow;
+use crate::backend::{on_db, Store};
 use crate::error::Result;
 use crate::options::QueueOptions;
-use crate::store::{on_backend, Store};
 
 impl Store {
     /// The wake-ups of an engine on this store: on PostgreSQL they are
@@ -29,7 +28,7 @@ impl Store {
     }
 
     pub(crate) async fn queue_ref(&self, name: &str) -> Result<Option<(i64, QueueOptions)>> {
-        on_backend!(self, s => s.queue_ref(name).await)
+        on_db!(self, s => s.queue_ref(name).await)
     }
 
     pub(crate) async fn register(
@@ -39,14 +38,14 @@ impl Store {
         mode: SubscriptionMode,
         now: i64,
     ) -> Result<bool> {
-        on_backend!(self, s => s.register(queue_id, group, mode, now).await)
+        on_db!(self, s => s.register(queue_id, group, mode, now).await)
     }
 
     pub(crate) async fn candidates(
         &self,
         filter: &CandidateFilter<'_>,
     ) -> Result<Vec<(i64, bool)>> {
-        on_backend!(self, s => s.candidates(filter).await)
+        on_db!(self, s => s.candidates(filter).await)
     }
 
     /// Creates missing lease rows before a pop locks them; only PostgreSQL
@@ -64,11 +63,11 @@ impl Store {
         group: &str,
         now: i64,
     ) -> Result<Option<i64>> {
-        on_backend!(self, s => s.next_expiry(queue_id, group, now).await)
+        on_db!(self, s => s.next_expiry(queue_id, group, now).await)
     }
 
     pub(crate) async fn pop(&self, job: &PopJob<'_>) -> Result<PopOutcome> {
-        on_backend!(self, s => s.pop(job).await)
+        on_db!(self, s => s.pop(job).await)
     }
 
     pub(crate) async fn ack(
@@ -77,7 +76,7 @@ impl Store {
         items: &[AckItem],
         now: i64,
     ) -> Result<(Vec<AckResult>, Vec<String>)> {
-        on_backend!(self, s => s.ack(group, items, now).await)
+        on_db!(self, s => s.ack(group, items, now).await)
     }
 
     pub(crate) async fn extend_lease(
@@ -86,7 +85,7 @@ impl Store {
         until: i64,
         now: i64,
     ) -> Result<LeaseExtension> {
-        on_backend!(self, s => s.extend_lease(lease_id, until, now).await)
+        on_db!(self, s => s.extend_lease(lease_id, until, now).await)
     }
 
     pub(crate) async fn positions(
@@ -95,11 +94,11 @@ impl Store {
         queue: Option<&str>,
         now: i64,
     ) -> Result<Vec<GroupPosition>> {
-        on_backend!(self, s => s.positions(group, queue, now).await)
+        on_db!(self, s => s.positions(group, queue, now).await)
     }
 
     pub(crate) async fn subscriptions(&self, group: Option<&str>) -> Result<Vec<Subscription>> {
-        on_backend!(self, s => s.subscriptions(group).await)
+        on_db!(self, s => s.subscriptions(group).await)
     }
 
     pub(crate) async fn delete_group(
@@ -108,7 +107,7 @@ impl Store {
         queue: Option<&str>,
         metadata: bool,
     ) -> Result<u64> {
-        on_backend!(self, s => s.delete_group(group, queue, metadata).await)
+        on_db!(self, s => s.delete_group(group, queue, metadata).await)
     }
 
     pub(crate) async fn seek(
@@ -118,11 +117,11 @@ impl Store {
         at: Option<i64>,
         now: i64,
     ) -> Result<Option<u64>> {
-        on_backend!(self, s => s.seek(group, queue, at, now).await)
+        on_db!(self, s => s.seek(group, queue, at, now).await)
     }
 
     pub(crate) async fn set_subscription_start(&self, group: &str, at: i64) -> Result<u64> {
-        on_backend!(self, s => s.set_subscription_start(group, at).await)
+        on_db!(self, s => s.set_subscription_start(group, at).await)
     }
 
     pub(crate) async fn dead_letter_counts(
@@ -130,14 +129,14 @@ impl Store {
         queue_id: i64,
         group: Option<&str>,
     ) -> Result<Vec<(i64, i64)>> {
-        on_backend!(self, s => s.dead_letter_counts(queue_id, group).await)
+        on_db!(self, s => s.dead_letter_counts(queue_id, group).await)
     }
 
     pub(crate) async fn dead_letters(
         &self,
         query: &DeadLetterQuery,
     ) -> Result<(Vec<DeadLetterRow>, i64)> {
-        on_backend!(self, s => s.dead_letters(query).await)
+        on_db!(self, s => s.dead_letters(query).await)
     }
 
     pub(crate) async fn dead_letters_of(
@@ -145,34 +144,13 @@ impl Store {
         partition_id: i64,
         transaction_id: &str,
     ) -> Result<Vec<DeadLetterRow>> {
-        on_backend!(self, s => s.dead_letters_of(partition_id, transaction_id).await)
+        on_db!(self, s => s.dead_letters_of(partition_id, transaction_id).await)
     }
 
     pub(crate) async fn partition_ref(
         &self,
         partition_id: i64,
     ) -> Result<Option<(String, String, i64, i64)>> {
-        on_backend!(self, s => s.partition_ref(partition_id).await)
-    }
-
-    pub(crate) async fn segments_before(
-        &self,
-        partition_id: i64,
-        before: i64,
-        max_rows: i64,
-    ) -> Result<Vec<SegmentRow>> {
-        on_backend!(self, s => s.segments_before(partition_id, before, max_rows).await)
-    }
-
-    pub(crate) async fn hash_candidates(&self, partition_id: i64, hash: i64) -> Result<Vec<i64>> {
-        on_backend!(self, s => s.hash_candidates(partition_id, hash).await)
-    }
-
-    pub(crate) async fn segment_holding(
-        &self,
-        partition_id: i64,
-        offset: i64,
-    ) -> Result<Option<SegmentRow>> {
-        on_backend!(self, s => s.segment_holding(partition_id, offset).await)
+        on_db!(self, s => s.partition_ref(partition_id).await)
     }
 }

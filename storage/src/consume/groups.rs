@@ -7,9 +7,11 @@ use std::collections::{BTreeSet, HashMap};
 use super::dlq::dead_letter;
 use super::validate_group;
 use crate::append::txn_hash;
+use crate::backend::AsConn;
 use crate::error::Result;
 use crate::model::QueueInfo;
 use crate::record::{decode_segment, Record};
+use crate::sql;
 use crate::Engine;
 
 /// How many segments a message lookup reads, newest first, when the dedup
@@ -323,12 +325,14 @@ impl Engine {
         next_offset: i64,
     ) -> Result<Option<(i64, i64, Record)>> {
         let store = &self.inner.store;
-        let mut candidates = store
-            .hash_candidates(partition_id, txn_hash(transaction_id))
-            .await?;
+        let mut candidates =
+            sql::dedup::candidates(store, partition_id, txn_hash(transaction_id)).await?;
         candidates.sort_unstable_by(|a, b| b.cmp(a));
+        let mut reader = store.read_conn().await?;
         for offset in candidates {
-            if let Some(segment) = store.segment_holding(partition_id, offset).await? {
+            if let Some(segment) =
+                sql::segments::at(&mut reader.conn(), partition_id, offset).await?
+            {
                 let base = segment.base_offset;
                 let created = segment.created_at;
                 let records = decode_segment(
@@ -349,7 +353,7 @@ impl Engine {
         let mut before = next_offset;
         let mut read = 0;
         while read < LOOKUP_SEGMENTS {
-            let segments = store.segments_before(partition_id, before, 64).await?;
+            let segments = sql::segments::before(store, partition_id, before, 64).await?;
             if segments.is_empty() {
                 break;
             }

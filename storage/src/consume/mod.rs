@@ -40,7 +40,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::append::SegmentRow;
+use crate::backend::AsConn;
 use crate::error::{Result, StorageError};
 use crate::options::QueueOptions;
 use crate::record::Record;
@@ -260,7 +260,7 @@ pub(crate) struct NewDeadLetter<'a> {
 
 /// The statements the pop and ack transactions run. Both backends
 /// implement them with the same SQL (see `sql`); the row locks differ.
-pub(crate) trait ConsumeTx {
+pub(crate) trait ConsumeTx: AsConn {
     /// Whether every write transaction is serialised with every other
     /// (SQLite's single writer): then nothing read in the transaction can
     /// change under it, and a read need not be repeated after taking a lock.
@@ -298,13 +298,6 @@ pub(crate) trait ConsumeTx {
         cursor: CursorRow,
         now: i64,
     ) -> Result<()>;
-    /// Up to `max_rows` segments holding offsets at or after `from`, in order.
-    async fn segments_from(
-        &mut self,
-        partition_id: i64,
-        from: i64,
-        max_rows: i64,
-    ) -> Result<Vec<SegmentRow>>;
     /// The first offset of the partition created at or after `at`.
     async fn first_offset_at(&mut self, partition_id: i64, at: i64) -> Result<Option<i64>>;
     /// The group's stored subscription on the queue: its start time, if

@@ -8,6 +8,7 @@
 //! claimed meanwhile is simply skipped, so two pops (on one broker or two)
 //! never hold the same (partition, group) at once.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -19,13 +20,8 @@ use super::{
 use crate::error::Result;
 use crate::options::QueueOptions;
 use crate::record::decode_segment_range;
+use crate::sql::segments;
 use crate::Engine;
-
-/// Segments read per statement at most. The first statement reads one
-/// (a segment can hold a whole request's thousand messages, so one is often
-/// enough); each further statement reads twice as many.
-const MAX_SEGMENTS_PER_READ: i64 = 16;
-
 /// How long a waiting pop sleeps at most before it looks again when
 /// messages exist but time-based rules (delay, window buffer) hold them.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -346,45 +342,39 @@ async fn deliver<T: ConsumeTx>(
     // inside its delay ends the batch (every later one is younger).
     let mut taken: Vec<(i64, i64, crate::record::Record)> = Vec::new();
     let mut next = cursor.committed_offset;
-    let mut rows = 1;
-    'read: loop {
-        let segments = tx.segments_from(partition_id, next, rows).await?;
-        rows = (rows * 2).min(MAX_SEGMENTS_PER_READ);
-        if segments.is_empty() {
-            break;
+    segments::scan(&mut tx.conn(), partition_id, next, |segment| {
+        let base = segment.base_offset;
+        let created_at = segment.created_at;
+        if visible_before.is_some_and(|v| created_at > v) {
+            return Ok(ControlFlow::Break(()));
         }
-        for segment in segments {
-            let base = segment.base_offset;
-            let created_at = segment.created_at;
-            if visible_before.is_some_and(|v| created_at > v) {
-                break 'read;
-            }
-            let evict = taken.is_empty() && evict_before.is_some_and(|e| created_at < e);
-            if evict {
-                cursor.committed_offset = base + segment.count;
-                cursor.retry_count = 0;
-                next = cursor.committed_offset;
-                continue;
-            }
-            // Only the records this batch takes are decoded.
-            let skip = usize::try_from(next - base).unwrap_or(0);
-            let records = decode_segment_range(
-                segment.format,
-                bytes::Bytes::from(segment.records),
-                segment.count as usize,
-                skip,
-                budget - taken.len(),
-            )?;
-            for (i, record) in records.into_iter().enumerate() {
-                let offset = base + (skip + i) as i64;
-                taken.push((offset, created_at, record));
-                next = offset + 1;
-                if taken.len() >= budget {
-                    break 'read;
-                }
-            }
+        if taken.is_empty() && evict_before.is_some_and(|e| created_at < e) {
+            cursor.committed_offset = segment.end();
+            cursor.retry_count = 0;
+            next = cursor.committed_offset;
+            return Ok(ControlFlow::Continue(()));
         }
-    }
+        // Only the records this batch takes are decoded.
+        let skip = usize::try_from(next - base).unwrap_or(0);
+        let records = decode_segment_range(
+            segment.format,
+            bytes::Bytes::from(segment.records),
+            segment.count as usize,
+            skip,
+            budget - taken.len(),
+        )?;
+        for (i, record) in records.into_iter().enumerate() {
+            let offset = base + (skip + i) as i64;
+            taken.push((offset, created_at, record));
+            next = offset + 1;
+        }
+        Ok(if taken.len() >= budget {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
+    })
+    .await?;
 
     let moved = stored.map(|c| c.committed_offset) != Some(cursor.committed_offset)
         || stored.map(|c| c.retry_count) != Some(cursor.retry_count);

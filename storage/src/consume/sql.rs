@@ -150,15 +150,6 @@ macro_rules! consume_statements {
                 Ok(())
             }
 
-            async fn segments_from(
-                &mut self,
-                partition_id: i64,
-                from: i64,
-                max_rows: i64,
-            ) -> $crate::error::Result<Vec<$crate::append::SegmentRow>> {
-                <$store>::segments_from_in(&mut *self.0, partition_id, from, max_rows).await
-            }
-
             async fn first_offset_at(
                 &mut self,
                 partition_id: i64,
@@ -221,28 +212,6 @@ macro_rules! consume_statements {
         type LeaseTuple = (Option<String>, i64, i64, i64, i64, i64);
 
         impl $store {
-            /// Up to `max_rows` segments holding offsets at or after `from`:
-            /// the one containing `from` (found through the primary key,
-            /// not by scanning the partition), then the following ones.
-            async fn segments_from_in(
-                conn: &mut <<$store as $crate::sql::Backend>::Db as sqlx::Database>::Connection,
-                partition_id: i64,
-                from: i64,
-                max_rows: i64,
-            ) -> $crate::error::Result<Vec<$crate::append::SegmentRow>> {
-                let rows: Vec<$crate::append::SegmentRow> = sqlx::query_as(&format!(
-                    "SELECT {} FROM segments WHERE {} ORDER BY base_offset LIMIT $3",
-                    $crate::sql::SEGMENT_COLUMNS,
-                    $crate::sql::log::SEGMENTS_FROM,
-                ))
-                .bind(partition_id)
-                .bind(from)
-                .bind(max_rows)
-                .fetch_all(&mut *conn)
-                .await?;
-                Ok(rows.into_iter().filter(|s| s.base_offset + s.count > from).collect())
-            }
-
             /// The id and options of a queue, without its partitions.
             pub(crate) async fn queue_ref(
                 &self,
@@ -676,62 +645,6 @@ macro_rules! consume_statements {
                 .bind(partition_id)
                 .fetch_optional(self.reader())
                 .await?)
-            }
-
-            /// Up to `max_rows` segments of a partition, newest first, below `before`.
-            pub(crate) async fn segments_before(
-                &self,
-                partition_id: i64,
-                before: i64,
-                max_rows: i64,
-            ) -> $crate::error::Result<Vec<$crate::append::SegmentRow>> {
-                let rows: Vec<$crate::append::SegmentRow> = sqlx::query_as(
-                    "SELECT base_offset, record_count, created_at, format, records FROM segments \
-                     WHERE partition_id = $1 AND base_offset < $2 ORDER BY base_offset DESC LIMIT $3",
-                )
-                .bind(partition_id)
-                .bind(before)
-                .bind(max_rows)
-                .fetch_all(self.reader())
-                .await?;
-                Ok(rows)
-            }
-
-            /// The dedup sidecar of a partition: candidate offsets of a hash.
-            pub(crate) async fn hash_candidates(
-                &self,
-                partition_id: i64,
-                hash: i64,
-            ) -> $crate::error::Result<Vec<i64>> {
-                let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
-                    "SELECT base_offset, hashes FROM txn_hashes WHERE partition_id = $1 ORDER BY base_offset",
-                )
-                .bind(partition_id)
-                .fetch_all(self.reader())
-                .await?;
-                let mut out = Vec::new();
-                for (base, blob) in rows {
-                    let hashes = $crate::dedup::unpack_hashes(&blob)
-                        .ok_or_else(|| $crate::StorageError::Corrupt("txn_hashes row".into()))?;
-                    out.extend(
-                        hashes
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, h)| **h == hash)
-                            .map(|(i, _)| base + i as i64),
-                    );
-                }
-                Ok(out)
-            }
-
-            /// The segment holding `offset`, if still stored.
-            pub(crate) async fn segment_holding(
-                &self,
-                partition_id: i64,
-                offset: i64,
-            ) -> $crate::error::Result<Option<$crate::append::SegmentRow>> {
-                let mut conn = self.reader().acquire().await?;
-                Self::segment_at_in(&mut conn, partition_id, offset).await
             }
         }
 

@@ -15,6 +15,7 @@ pub(crate) mod eval;
 
 use serde_json::Value;
 
+use crate::backend::on_db;
 use crate::error::{Result, StorageError};
 use crate::Engine;
 
@@ -450,7 +451,7 @@ impl Engine {
     pub async fn kv(&self, ops: Vec<KvRequest>) -> Result<KvOutcome> {
         validate(&ops, Surface::Call)?;
         let now = self.inner.clock.now_ms();
-        self.inner.store.kv(&ops, now).await
+        on_db!(&self.inner.store, s => s.kv(&ops, now).await)
     }
 
     /// Deletes at most `limit` expired KV rows; returns how many. Safe to
@@ -458,6 +459,6 @@ impl Engine {
     pub async fn sweep_kv(&self, limit: usize) -> Result<u64> {
         let now = self.inner.clock.now_ms();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.inner.store.kv_sweep(now, limit).await
+        on_db!(&self.inner.store, s => s.kv_sweep(now, limit).await)
     }
 }

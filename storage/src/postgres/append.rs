@@ -2,12 +2,9 @@
 //! group commit costs a handful of round trips whatever its size.
 
 use super::{PgStore, Tx};
-use crate::append::{
-    append, AppendJob, AppendTx, JobOutcome, NewSegment, PartitionHead, SegmentRow,
-};
+use crate::append::{append, AppendJob, AppendTx, JobOutcome, NewSegment, PartitionHead};
 use crate::dedup::{pack_hashes, DedupCache, HashRow};
 use crate::error::Result;
-use crate::producers::ProducerState;
 
 impl AppendTx for Tx<'_> {
     async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>> {
@@ -28,30 +25,6 @@ impl AppendTx for Tx<'_> {
                 dedup_window_seconds: window,
             })
             .collect())
-    }
-
-    async fn hash_rows_since(&mut self, partition_id: i64, since_ms: i64) -> Result<Vec<HashRow>> {
-        PgStore::hash_rows_in(self.0, partition_id, "created_at >= $2", since_ms).await
-    }
-
-    async fn hash_rows_from(&mut self, partition_id: i64, from: i64) -> Result<Vec<HashRow>> {
-        PgStore::hash_rows_in(self.0, partition_id, "base_offset >= $2", from).await
-    }
-
-    async fn producer_state(
-        &mut self,
-        partition_id: i64,
-        producer_id: i64,
-    ) -> Result<Option<ProducerState>> {
-        PgStore::producer_state_in(self.0, partition_id, producer_id).await
-    }
-
-    async fn save_producers(&mut self, states: &[(i64, i64, ProducerState)]) -> Result<()> {
-        PgStore::save_producers_in(self.0, states).await
-    }
-
-    async fn segment_at(&mut self, partition_id: i64, offset: i64) -> Result<Option<SegmentRow>> {
-        PgStore::segment_at_in(self.0, partition_id, offset).await
     }
 
     async fn write(

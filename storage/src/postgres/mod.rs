@@ -11,25 +11,24 @@ use std::str::FromStr;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool, Postgres};
 
+use crate::backend::{AsConn, Conn, Db};
 use crate::error::Result;
-use crate::sql::{
-    broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
-};
-use crate::sql::{offset_statements, producer_statements};
 
 /// A connection inside a transaction: every statement the engine runs in a
 /// transaction (appends, pops and acks, KV) is implemented on this one type,
 /// so a transaction of the HTTP API can run all of them together.
 pub(crate) struct Tx<'c>(pub(crate) &'c mut PgConnection);
 
+impl AsConn for Tx<'_> {
+    fn conn(&mut self) -> Conn<'_> {
+        Db::Postgres(&mut *self.0)
+    }
+}
+
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
 pub(crate) struct PgStore {
     pool: PgPool,
-}
-
-impl Backend for PgStore {
-    type Db = Postgres;
 }
 
 impl PgStore {
@@ -49,6 +48,11 @@ impl PgStore {
         Ok(self.pool.begin().await?)
     }
 
+    /// The pool every statement runs on.
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     fn reader(&self) -> &PgPool {
         &self.pool
     }
@@ -58,9 +62,4 @@ impl PgStore {
     }
 }
 
-catalog_statements!(PgStore, "FOR UPDATE");
 crate::txn::transaction_statements!(PgStore, Tx);
-log_statements!(PgStore);
-broker_statements!(PgStore);
-producer_statements!(PgStore);
-offset_statements!(PgStore);

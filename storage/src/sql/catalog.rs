@@ -1,247 +1,23 @@
-//! The catalog statements (queues and partitions), the same on both backends.
+//! The catalog: queues and their partitions.
 
-/// Expands to the catalog methods of a store type that has a
-/// `begin_write()` transaction and a `reader()` pool. `$lock` is the row-lock clause of the
-/// backend (`FOR UPDATE`, or nothing on SQLite, whose single writer already
-/// serialises).
-macro_rules! catalog_statements {
-    ($store:ty, $lock:literal) => {
-        impl $store {
-            /// Creates the queue or replaces all its options, and makes sure
-            /// its `Default` partition exists. Returns the queue id.
-            pub(crate) async fn configure(
-                &self,
-                name: &str,
-                options: &$crate::options::QueueOptions,
-                now_ms: i64,
-            ) -> $crate::error::Result<i64> {
-                let json = serde_json::to_string(options)
-                    .map_err(|e| $crate::StorageError::Corrupt(e.to_string()))?;
-                let mut tx = self.begin_write().await?;
-                let (queue_id,): (i64,) = sqlx::query_as(
-                    "INSERT INTO queues (name, options, dedup_window_seconds, created_at, topic_id) \
-                     VALUES ($1, $2, $3, $4, $5) \
-                     ON CONFLICT (name) DO UPDATE SET options = excluded.options, \
-                     dedup_window_seconds = excluded.dedup_window_seconds RETURNING id",
-                )
-                .bind(name)
-                .bind(&json)
-                .bind(options.dedup_window_seconds)
-                .bind(now_ms)
-                .bind(uuid::Uuid::new_v4().to_string())
-                .fetch_one(&mut *tx)
-                .await?;
-                Self::partition_in(&mut tx, queue_id, $crate::model::DEFAULT_PARTITION, now_ms).await?;
-                tx.commit().await?;
-                Ok(queue_id)
-            }
+use std::collections::HashMap;
 
-            /// Creates a queue with the given partitions (Kafka indexes in
-            /// order) in one transaction; `false` if the queue already exists.
-            pub(crate) async fn create_queue(
-                &self,
-                name: &str,
-                options: &$crate::options::QueueOptions,
-                partitions: &[String],
-                now_ms: i64,
-            ) -> $crate::error::Result<bool> {
-                let json = serde_json::to_string(options)
-                    .map_err(|e| $crate::StorageError::Corrupt(e.to_string()))?;
-                let mut tx = self.begin_write().await?;
-                let created: Option<(i64,)> = sqlx::query_as(
-                    "INSERT INTO queues (name, options, dedup_window_seconds, created_at, topic_id) \
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING RETURNING id",
-                )
-                .bind(name)
-                .bind(&json)
-                .bind(options.dedup_window_seconds)
-                .bind(now_ms)
-                .bind(uuid::Uuid::new_v4().to_string())
-                .fetch_optional(&mut *tx)
-                .await?;
-                let Some((queue_id,)) = created else { return Ok(false) };
-                for partition in partitions {
-                    Self::partition_in(&mut tx, queue_id, partition, now_ms).await?;
-                }
-                tx.commit().await?;
-                Ok(true)
-            }
-
-            /// The id of the partition, creating the queue (with
-            /// `options_if_new`) and the partition when missing.
-            pub(crate) async fn ensure_partition(
-                &self,
-                queue: &str,
-                partition: &str,
-                options_if_new: &$crate::options::QueueOptions,
-                now_ms: i64,
-            ) -> $crate::error::Result<i64> {
-                let json = serde_json::to_string(options_if_new)
-                    .map_err(|e| $crate::StorageError::Corrupt(e.to_string()))?;
-                let mut tx = self.begin_write().await?;
-                sqlx::query(
-                    "INSERT INTO queues (name, options, dedup_window_seconds, created_at, topic_id) \
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING",
-                )
-                .bind(queue)
-                .bind(&json)
-                .bind(options_if_new.dedup_window_seconds)
-                .bind(now_ms)
-                .bind(uuid::Uuid::new_v4().to_string())
-                .execute(&mut *tx)
-                .await?;
-                // The queue row lock serialises the choice of the next Kafka index.
-                let (queue_id,): (i64,) =
-                    sqlx::query_as(concat!("SELECT id FROM queues WHERE name = $1 ", $lock))
-                        .bind(queue)
-                        .fetch_one(&mut *tx)
-                        .await?;
-                let id = Self::partition_in(&mut tx, queue_id, partition, now_ms).await?;
-                tx.commit().await?;
-                Ok(id)
-            }
-
-            async fn partition_in(
-                tx: &mut sqlx::Transaction<'_, <$store as $crate::sql::Backend>::Db>,
-                queue_id: i64,
-                partition: &str,
-                now_ms: i64,
-            ) -> $crate::error::Result<i64> {
-                let existing: Option<(i64,)> =
-                    sqlx::query_as("SELECT id FROM partitions WHERE queue_id = $1 AND name = $2")
-                        .bind(queue_id)
-                        .bind(partition)
-                        .fetch_optional(&mut **tx)
-                        .await?;
-                if let Some((id,)) = existing {
-                    return Ok(id);
-                }
-                let (id,): (i64,) = sqlx::query_as(
-                    "INSERT INTO partitions (queue_id, name, kafka_index, created_at) \
-                     SELECT $1, $2, COALESCE(MAX(kafka_index) + 1, 0), $3 \
-                     FROM partitions WHERE queue_id = $1 RETURNING id",
-                )
-                .bind(queue_id)
-                .bind(partition)
-                .bind(now_ms)
-                .fetch_one(&mut **tx)
-                .await?;
-                Ok(id)
-            }
-
-            /// The queue with its partitions, if it exists.
-            pub(crate) async fn queue(
-                &self,
-                name: &str,
-            ) -> $crate::error::Result<Option<$crate::model::QueueInfo>> {
-                let row: Option<QueueRow> = sqlx::query_as(
-                    "SELECT id, name, options, created_at, topic_id FROM queues WHERE name = $1",
-                )
-                .bind(name)
-                .fetch_optional(self.reader())
-                .await?;
-                let Some(row) = row else { return Ok(None) };
-                let partitions: Vec<PartitionRow> = sqlx::query_as(concat!(
-                    $crate::sql::partition_columns!(),
-                    " WHERE queue_id = $1 ORDER BY kafka_index"
-                ))
-                .bind(row.0)
-                .fetch_all(self.reader())
-                .await?;
-                Ok(Some($crate::sql::queue_info(row, partitions)?))
-            }
-
-            /// Every queue with its partitions, by name.
-            pub(crate) async fn queues(&self) -> $crate::error::Result<Vec<$crate::model::QueueInfo>> {
-                let rows: Vec<QueueRow> = sqlx::query_as(
-                    "SELECT id, name, options, created_at, topic_id FROM queues ORDER BY name",
-                )
-                .fetch_all(self.reader())
-                .await?;
-                let partitions: Vec<PartitionRow> = sqlx::query_as(concat!(
-                    $crate::sql::partition_columns!(),
-                    " ORDER BY queue_id, kafka_index"
-                ))
-                .fetch_all(self.reader())
-                .await?;
-                $crate::sql::queue_infos(rows, partitions)
-            }
-
-            /// Deletes the queue with its partitions, messages and index.
-            /// Returns whether it existed.
-            pub(crate) async fn delete_queue(&self, name: &str) -> $crate::error::Result<bool> {
-                let mut tx = self.begin_write().await?;
-                let row: Option<(i64,)> =
-                    sqlx::query_as(concat!("SELECT id FROM queues WHERE name = $1 ", $lock))
-                        .bind(name)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                let Some((queue_id,)) = row else { return Ok(false) };
-                for table in [
-                    "txn_hashes",
-                    "segments",
-                    "consumer_cursors",
-                    "consumer_leases",
-                    "dead_letters",
-                    "producer_state",
-                ] {
-                    sqlx::query(&format!(
-                        "DELETE FROM {table} WHERE partition_id IN \
-                         (SELECT id FROM partitions WHERE queue_id = $1)"
-                    ))
-                    .bind(queue_id)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                sqlx::query("DELETE FROM consumer_subscriptions WHERE queue_id = $1")
-                    .bind(queue_id)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query("DELETE FROM partitions WHERE queue_id = $1")
-                    .bind(queue_id)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query("DELETE FROM queues WHERE id = $1")
-                    .bind(queue_id)
-                    .execute(&mut *tx)
-                    .await?;
-                tx.commit().await?;
-                Ok(true)
-            }
-
-
-
-            /// Checks that the database answers.
-            pub(crate) async fn ping(&self) -> $crate::error::Result<()> {
-                sqlx::query("SELECT 1").execute(self.reader()).await?;
-                Ok(())
-            }
-
-        }
-    };
-}
-
-pub(crate) use catalog_statements;
+use crate::backend::{on_db, AsConn, Conn, Store};
+use crate::error::{Result, StorageError};
+use crate::log::LogBounds;
+use crate::model::{PartitionInfo, QueueInfo, DEFAULT_PARTITION};
+use crate::options::QueueOptions;
 
 /// The select list of a [`PartitionRow`], including the creation time of the
 /// oldest stored segment.
-macro_rules! partition_columns {
-    () => {
-        "SELECT p.queue_id, p.id, p.name, p.kafka_index, p.created_at, p.next_offset, \
-         p.log_start, p.last_created_at, (SELECT s.created_at FROM segments s \
-         WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1) AS first_created_at \
-         FROM partitions p"
-    };
-}
+const PARTITION_COLUMNS: &str = "SELECT p.queue_id, p.id, p.name, p.kafka_index, p.created_at, \
+     p.next_offset, p.log_start, p.last_created_at, (SELECT s.created_at FROM segments s \
+     WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1) AS first_created_at \
+     FROM partitions p";
 
-pub(crate) use partition_columns;
-
-use crate::error::{Result, StorageError};
-use crate::model::{PartitionInfo, QueueInfo};
-
-/// A `partitions` row as the shared statements select it.
+/// A `partitions` row as [`PARTITION_COLUMNS`] selects it.
 #[derive(Debug, sqlx::FromRow)]
-pub(crate) struct PartitionRow {
+struct PartitionRow {
     queue_id: i64,
     id: i64,
     name: String,
@@ -268,37 +44,259 @@ impl From<PartitionRow> for PartitionInfo {
     }
 }
 
-/// A `queues` row: id, name, options (JSON), creation time, topic id.
-pub(crate) type QueueRow = (i64, String, String, i64, String);
+/// A `queues` row.
+#[derive(Debug, sqlx::FromRow)]
+struct QueueRow {
+    id: i64,
+    name: String,
+    /// The options as JSON.
+    options: String,
+    created_at: i64,
+    topic_id: String,
+}
 
-pub(crate) fn queue_info(
-    (id, name, options, created_at_ms, topic_id): QueueRow,
-    partitions: Vec<PartitionRow>,
-) -> Result<QueueInfo> {
-    Ok(QueueInfo {
-        id,
-        topic_id: uuid::Uuid::parse_str(&topic_id)
-            .map_err(|e| StorageError::Corrupt(format!("topic id: {e}")))?,
-        name,
-        options: serde_json::from_str(&options)
-            .map_err(|e| StorageError::Corrupt(format!("queue options: {e}")))?,
-        created_at_ms,
-        partitions: partitions.into_iter().map(Into::into).collect(),
+impl QueueRow {
+    fn into_info(self, partitions: Vec<PartitionRow>) -> Result<QueueInfo> {
+        Ok(QueueInfo {
+            id: self.id,
+            topic_id: uuid::Uuid::parse_str(&self.topic_id)
+                .map_err(|e| StorageError::Corrupt(format!("topic id: {e}")))?,
+            name: self.name,
+            options: serde_json::from_str(&self.options)
+                .map_err(|e| StorageError::Corrupt(format!("queue options: {e}")))?,
+            created_at_ms: self.created_at,
+            partitions: partitions.into_iter().map(Into::into).collect(),
+        })
+    }
+}
+
+/// How a queue row is inserted when the name is already taken.
+enum OnConflict {
+    /// Replace the options (`configure`).
+    Replace,
+    /// Keep the existing queue.
+    Keep,
+}
+
+/// Inserts the queue row; returns its id, or `None` when it existed and
+/// `on_conflict` kept it.
+async fn insert_queue(
+    conn: &mut Conn<'_>,
+    name: &str,
+    options: &QueueOptions,
+    now_ms: i64,
+    on_conflict: OnConflict,
+) -> Result<Option<i64>> {
+    let json = serde_json::to_string(options).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+    let conflict = match on_conflict {
+        OnConflict::Replace => {
+            "DO UPDATE SET options = excluded.options, \
+             dedup_window_seconds = excluded.dedup_window_seconds"
+        }
+        OnConflict::Keep => "DO NOTHING",
+    };
+    let sql = format!(
+        "INSERT INTO queues (name, options, dedup_window_seconds, created_at, topic_id) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) {conflict} RETURNING id"
+    );
+    Ok(on_db!(conn, c => sqlx::query_scalar(&sql)
+        .bind(name)
+        .bind(&json)
+        .bind(options.dedup_window_seconds)
+        .bind(now_ms)
+        .bind(uuid::Uuid::new_v4().to_string())
+        .fetch_optional(&mut **c)
+        .await?))
+}
+
+/// Creates the queue or replaces all its options, and makes sure its
+/// `Default` partition exists. Returns the queue id.
+pub(crate) async fn configure(
+    store: &Store,
+    name: &str,
+    options: &QueueOptions,
+    now_ms: i64,
+) -> Result<i64> {
+    let mut tx = store.begin_write().await?;
+    let mut conn = tx.conn();
+    let queue_id = insert_queue(&mut conn, name, options, now_ms, OnConflict::Replace)
+        .await?
+        .ok_or(StorageError::CommitFailed)?;
+    partition_in(&mut conn, queue_id, DEFAULT_PARTITION, now_ms).await?;
+    tx.commit().await?;
+    Ok(queue_id)
+}
+
+/// Creates a queue with the given partitions (Kafka indexes in order) in
+/// one transaction; `false` if the queue already exists.
+pub(crate) async fn create_queue(
+    store: &Store,
+    name: &str,
+    options: &QueueOptions,
+    partitions: &[String],
+    now_ms: i64,
+) -> Result<bool> {
+    let mut tx = store.begin_write().await?;
+    let mut conn = tx.conn();
+    let Some(queue_id) = insert_queue(&mut conn, name, options, now_ms, OnConflict::Keep).await?
+    else {
+        return Ok(false);
+    };
+    for partition in partitions {
+        partition_in(&mut conn, queue_id, partition, now_ms).await?;
+    }
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// The id of the partition, creating the queue (with `options_if_new`) and
+/// the partition when missing.
+pub(crate) async fn ensure_partition(
+    store: &Store,
+    queue: &str,
+    partition: &str,
+    options_if_new: &QueueOptions,
+    now_ms: i64,
+) -> Result<i64> {
+    let mut tx = store.begin_write().await?;
+    let mut conn = tx.conn();
+    insert_queue(&mut conn, queue, options_if_new, now_ms, OnConflict::Keep).await?;
+    // The queue row lock serialises the choice of the next Kafka index.
+    let sql = format!("SELECT id FROM queues WHERE name = $1 {}", conn.row_lock());
+    let queue_id: i64 = on_db!(&mut conn, c => sqlx::query_scalar(&sql)
+        .bind(queue)
+        .fetch_one(&mut **c)
+        .await?);
+    let id = partition_in(&mut conn, queue_id, partition, now_ms).await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// The id of the queue's partition `partition`, created at the next Kafka
+/// index when missing.
+async fn partition_in(
+    conn: &mut Conn<'_>,
+    queue_id: i64,
+    partition: &str,
+    now_ms: i64,
+) -> Result<i64> {
+    Ok(on_db!(conn, c => {
+        let existing: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM partitions WHERE queue_id = $1 AND name = $2")
+                .bind(queue_id)
+                .bind(partition)
+                .fetch_optional(&mut **c)
+                .await?;
+        match existing {
+            Some(id) => id,
+            None => sqlx::query_scalar(
+                "INSERT INTO partitions (queue_id, name, kafka_index, created_at) \
+                 SELECT $1, $2, COALESCE(MAX(kafka_index) + 1, 0), $3 \
+                 FROM partitions WHERE queue_id = $1 RETURNING id",
+            )
+            .bind(queue_id)
+            .bind(partition)
+            .bind(now_ms)
+            .fetch_one(&mut **c)
+            .await?,
+        }
+    }))
+}
+
+/// The queue with its partitions, if it exists.
+pub(crate) async fn queue(store: &Store, name: &str) -> Result<Option<QueueInfo>> {
+    on_db!(store.reader(), pool => {
+        let row: Option<QueueRow> = sqlx::query_as(
+            "SELECT id, name, options, created_at, topic_id FROM queues WHERE name = $1",
+        )
+        .bind(name)
+        .fetch_optional(pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let partitions: Vec<PartitionRow> =
+            sqlx::query_as(&format!("{PARTITION_COLUMNS} WHERE queue_id = $1 ORDER BY kafka_index"))
+                .bind(row.id)
+                .fetch_all(pool)
+                .await?;
+        row.into_info(partitions).map(Some)
     })
 }
 
-pub(crate) fn queue_infos(
-    rows: Vec<QueueRow>,
-    partitions: Vec<PartitionRow>,
-) -> Result<Vec<QueueInfo>> {
-    let mut by_queue: std::collections::HashMap<i64, Vec<PartitionRow>> = Default::default();
+/// Every queue with its partitions, by name.
+pub(crate) async fn queues(store: &Store) -> Result<Vec<QueueInfo>> {
+    let (rows, partitions): (Vec<QueueRow>, Vec<PartitionRow>) = on_db!(store.reader(), pool => (
+        sqlx::query_as("SELECT id, name, options, created_at, topic_id FROM queues ORDER BY name")
+            .fetch_all(pool)
+            .await?,
+        sqlx::query_as(&format!("{PARTITION_COLUMNS} ORDER BY queue_id, kafka_index"))
+            .fetch_all(pool)
+            .await?,
+    ));
+    let mut by_queue: HashMap<i64, Vec<PartitionRow>> = HashMap::new();
     for p in partitions {
         by_queue.entry(p.queue_id).or_default().push(p);
     }
     rows.into_iter()
         .map(|row| {
-            let parts = by_queue.remove(&row.0).unwrap_or_default();
-            queue_info(row, parts)
+            let parts = by_queue.remove(&row.id).unwrap_or_default();
+            row.into_info(parts)
         })
         .collect()
+}
+
+/// The partition's log start and next offset, if it exists.
+pub(crate) async fn bounds(store: &Store, partition_id: i64) -> Result<Option<LogBounds>> {
+    Ok(on_db!(store.reader(), pool => sqlx::query_as(
+        "SELECT log_start, next_offset FROM partitions WHERE id = $1",
+    )
+    .bind(partition_id)
+    .fetch_optional(pool)
+    .await?))
+}
+
+/// Deletes the queue with its partitions, messages, positions, leases,
+/// dead letters and producer state. Returns whether it existed.
+pub(crate) async fn delete_queue(store: &Store, name: &str) -> Result<bool> {
+    let mut tx = store.begin_write().await?;
+    let mut conn = tx.conn();
+    let sql = format!("SELECT id FROM queues WHERE name = $1 {}", conn.row_lock());
+    let deleted = on_db!(&mut conn, c => {
+        let queue_id: Option<i64> = sqlx::query_scalar(&sql)
+            .bind(name)
+            .fetch_optional(&mut **c)
+            .await?;
+        if let Some(queue_id) = queue_id {
+            for table in [
+                "txn_hashes",
+                "segments",
+                "consumer_cursors",
+                "consumer_leases",
+                "dead_letters",
+                "producer_state",
+            ] {
+                sqlx::query(&format!(
+                    "DELETE FROM {table} WHERE partition_id IN \
+                     (SELECT id FROM partitions WHERE queue_id = $1)"
+                ))
+                .bind(queue_id)
+                .execute(&mut **c)
+                .await?;
+            }
+            for statement in [
+                "DELETE FROM consumer_subscriptions WHERE queue_id = $1",
+                "DELETE FROM partitions WHERE queue_id = $1",
+                "DELETE FROM queues WHERE id = $1",
+            ] {
+                sqlx::query(statement)
+                    .bind(queue_id)
+                    .execute(&mut **c)
+                    .await?;
+            }
+        }
+        queue_id.is_some()
+    });
+    if deleted {
+        tx.commit().await?;
+    }
+    Ok(deleted)
 }

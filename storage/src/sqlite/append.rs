@@ -3,12 +3,9 @@
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::{SqliteStore, Tx};
-use crate::append::{
-    append, AppendJob, AppendTx, JobOutcome, NewSegment, PartitionHead, SegmentRow,
-};
+use crate::append::{append, AppendJob, AppendTx, JobOutcome, NewSegment, PartitionHead};
 use crate::dedup::{pack_hashes, DedupCache, HashRow};
 use crate::error::Result;
-use crate::producers::ProducerState;
 
 /// Bind parameters per statement, well under SQLite's limit of 32766.
 const MAX_PARAMS: usize = 30_000;
@@ -40,30 +37,6 @@ impl AppendTx for Tx<'_> {
             );
         }
         Ok(heads)
-    }
-
-    async fn hash_rows_since(&mut self, partition_id: i64, since_ms: i64) -> Result<Vec<HashRow>> {
-        SqliteStore::hash_rows_in(self.0, partition_id, "created_at >= $2", since_ms).await
-    }
-
-    async fn hash_rows_from(&mut self, partition_id: i64, from: i64) -> Result<Vec<HashRow>> {
-        SqliteStore::hash_rows_in(self.0, partition_id, "base_offset >= $2", from).await
-    }
-
-    async fn producer_state(
-        &mut self,
-        partition_id: i64,
-        producer_id: i64,
-    ) -> Result<Option<ProducerState>> {
-        SqliteStore::producer_state_in(self.0, partition_id, producer_id).await
-    }
-
-    async fn save_producers(&mut self, states: &[(i64, i64, ProducerState)]) -> Result<()> {
-        SqliteStore::save_producers_in(self.0, states).await
-    }
-
-    async fn segment_at(&mut self, partition_id: i64, offset: i64) -> Result<Option<SegmentRow>> {
-        SqliteStore::segment_at_in(self.0, partition_id, offset).await
     }
 
     async fn write(

@@ -12,16 +12,19 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqliteConnection, SqlitePool};
 
+use crate::backend::{AsConn, Conn, Db};
 use crate::error::Result;
-use crate::sql::{
-    broker_statements, catalog_statements, log_statements, Backend, PartitionRow, QueueRow,
-};
-use crate::sql::{offset_statements, producer_statements};
 
 /// A connection inside a write transaction: every statement the engine
 /// runs in a transaction (appends, pops and acks, KV) is implemented on this
 /// one type, so a transaction of the HTTP API can run all of them together.
 pub(crate) struct Tx<'c>(pub(crate) &'c mut SqliteConnection);
+
+impl AsConn for Tx<'_> {
+    fn conn(&mut self) -> Conn<'_> {
+        Db::Sqlite(&mut *self.0)
+    }
+}
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -30,10 +33,6 @@ pub(crate) struct SqliteStore {
     reader: SqlitePool,
     /// The connection WAL checkpoints run on ([`checkpoint`]).
     checkpointer: SqlitePool,
-}
-
-impl Backend for SqliteStore {
-    type Db = Sqlite;
 }
 
 impl SqliteStore {
@@ -88,13 +87,19 @@ impl SqliteStore {
         })
     }
 
+    /// The one writer connection.
+    pub(crate) fn writer(&self) -> &SqlitePool {
+        &self.writer
+    }
+
     /// A write transaction that takes SQLite's write lock at once, so it never
     /// has to upgrade a read lock (which fails instead of waiting).
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Sqlite>> {
         Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
     }
 
-    fn reader(&self) -> &SqlitePool {
+    /// The read-only connections.
+    pub(crate) fn reader(&self) -> &SqlitePool {
         &self.reader
     }
 
@@ -106,9 +111,4 @@ impl SqliteStore {
     }
 }
 
-catalog_statements!(SqliteStore, "");
 crate::txn::transaction_statements!(SqliteStore, Tx);
-log_statements!(SqliteStore);
-broker_statements!(SqliteStore);
-producer_statements!(SqliteStore);
-offset_statements!(SqliteStore);

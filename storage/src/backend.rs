@@ -1,0 +1,171 @@
+//! What differs between SQLite and PostgreSQL, in one place.
+//!
+//! Every handle on the database comes in two kinds, one per backend, held in
+//! one [`Db`] value: the connected [`Store`], the [`Reader`] pool reads go
+//! to, a [`WriteTx`] and the [`Conn`] its statements run on. The statements
+//! of each concern (`sql/<concern>.rs`) are written once and run on either
+//! kind through [`on_db!`]; where the SQL itself must differ, it asks this
+//! module by name ([`Conn::row_lock`], …) instead of taking string fragments.
+
+use sqlx::pool::PoolConnection;
+use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool};
+
+use crate::error::{Result, StorageError};
+use crate::postgres::PgStore;
+use crate::sqlite::SqliteStore;
+
+/// One value per backend: the same thing, on SQLite or on PostgreSQL.
+#[derive(Debug, Clone)]
+pub(crate) enum Db<S, P> {
+    /// The embedded backend.
+    Sqlite(S),
+    /// The shared backend.
+    Postgres(P),
+}
+
+/// Runs the same code on whichever backend `$db` holds, with the inner
+/// value bound to `$v`: the code is compiled once per backend, so every
+/// statement in it is checked against both drivers.
+macro_rules! on_db {
+    ($db:expr, $v:ident => $body:expr) => {
+        match $db {
+            $crate::backend::Db::Sqlite($v) => $body,
+            $crate::backend::Db::Postgres($v) => $body,
+        }
+    };
+}
+
+pub(crate) use on_db;
+
+/// A connected database, chosen by its URL.
+pub(crate) type Store = Db<SqliteStore, PgStore>;
+
+/// The pool that reads go to (SQLite's read-only connections).
+pub(crate) type Reader<'a> = Db<&'a SqlitePool, &'a PgPool>;
+
+/// A write transaction. Dropped without [`WriteTx::commit`], it rolls back.
+pub(crate) type WriteTx =
+    Db<sqlx::Transaction<'static, Sqlite>, sqlx::Transaction<'static, Postgres>>;
+
+/// A connection the statements of every concern run on: inside a write
+/// transaction (so one transaction can combine appends, acks and KV), or a
+/// reader's for reads of several statements.
+pub(crate) type Conn<'c> = Db<&'c mut SqliteConnection, &'c mut PgConnection>;
+
+/// A connection of the reader pool, held for a read of several statements.
+pub(crate) type ReadConn = Db<PoolConnection<Sqlite>, PoolConnection<Postgres>>;
+
+/// A backend's transaction, seen as the [`Conn`] the statements take.
+pub(crate) trait AsConn {
+    /// The connection the transaction's statements run on.
+    fn conn(&mut self) -> Conn<'_>;
+}
+
+impl Store {
+    /// Connects to `url` (`sqlite:` or `postgres:`) and applies the migrations.
+    pub(crate) async fn connect(url: &str) -> Result<Self> {
+        if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Ok(Self::Postgres(PgStore::connect(url).await?))
+        } else if url.starts_with("sqlite:") {
+            Ok(Self::Sqlite(SqliteStore::connect(url).await?))
+        } else {
+            Err(StorageError::InvalidInput(format!(
+                "unsupported database URL {url:?}: use sqlite:… or postgres://…"
+            )))
+        }
+    }
+
+    /// `"sqlite"` or `"postgres"`.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "sqlite",
+            Self::Postgres(_) => "postgres",
+        }
+    }
+
+    /// How many writer tasks suit this backend: SQLite has one writer.
+    pub(crate) fn writer_shards(&self) -> usize {
+        match self {
+            Self::Sqlite(_) => 1,
+            Self::Postgres(_) => 4,
+        }
+    }
+
+    /// The pool reads go to.
+    pub(crate) fn reader(&self) -> Reader<'_> {
+        match self {
+            Self::Sqlite(s) => Db::Sqlite(s.reader()),
+            Self::Postgres(s) => Db::Postgres(s.pool()),
+        }
+    }
+
+    /// A connection of the reader pool.
+    pub(crate) async fn read_conn(&self) -> Result<ReadConn> {
+        Ok(match self.reader() {
+            Db::Sqlite(pool) => Db::Sqlite(pool.acquire().await?),
+            Db::Postgres(pool) => Db::Postgres(pool.acquire().await?),
+        })
+    }
+
+    /// Begins a write transaction. On SQLite it takes the one write lock at
+    /// once (`BEGIN IMMEDIATE`), so it never has to upgrade a read lock,
+    /// which fails instead of waiting.
+    pub(crate) async fn begin_write(&self) -> Result<WriteTx> {
+        Ok(match self {
+            Self::Sqlite(s) => Db::Sqlite(s.writer().begin_with("BEGIN IMMEDIATE").await?),
+            Self::Postgres(s) => Db::Postgres(s.pool().begin().await?),
+        })
+    }
+
+    /// Checks that the database answers.
+    pub(crate) async fn ping(&self) -> Result<()> {
+        on_db!(self.reader(), pool => {
+            sqlx::query("SELECT 1").execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// Closes every connection.
+    pub(crate) async fn close(&self) {
+        on_db!(self, s => s.close().await)
+    }
+}
+
+impl AsConn for WriteTx {
+    fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Self::Sqlite(tx) => Db::Sqlite(&mut **tx),
+            Self::Postgres(tx) => Db::Postgres(&mut **tx),
+        }
+    }
+}
+
+impl AsConn for ReadConn {
+    fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Self::Sqlite(c) => Db::Sqlite(&mut **c),
+            Self::Postgres(c) => Db::Postgres(&mut **c),
+        }
+    }
+}
+
+impl WriteTx {
+    /// Commits the transaction.
+    pub(crate) async fn commit(self) -> Result<()> {
+        on_db!(self, tx => tx.commit().await?);
+        Ok(())
+    }
+}
+
+impl Conn<'_> {
+    /// The clause that locks the rows a `SELECT` reads until the
+    /// transaction ends: PostgreSQL's `FOR UPDATE`; nothing on SQLite, whose
+    /// single writer (`BEGIN IMMEDIATE`) already serialises every write
+    /// transaction.
+    pub(crate) fn row_lock(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "",
+            Self::Postgres(_) => "FOR UPDATE",
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! Reading a partition's segments back: from an offset (one pager for
+//! fetch, pop and ack), the one holding an offset, before an offset, and
+//! by timestamp. Appends write them (`append`).
+
+use std::ops::ControlFlow;
+
+use bytes::Bytes;
+use futures_util::TryStreamExt;
+
+use crate::backend::{on_db, AsConn, Conn, Store};
+use crate::error::Result;
+use crate::model::StoredMessage;
+use crate::record::{decode_segment, Record};
+
+/// The select list of a [`SegmentRow`].
+const COLUMNS: &str = "base_offset, record_count, created_at, format, records";
+
+/// The most segments one page of a [`scan`] asks for.
+const MAX_PAGE: i64 = 16;
+
+/// A stored segment as read back.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct SegmentRow {
+    pub base_offset: i64,
+    #[sqlx(rename = "record_count")]
+    pub count: i64,
+    pub created_at: i64,
+    pub format: i16,
+    pub records: Vec<u8>,
+}
+
+impl SegmentRow {
+    /// Every record of the segment, in offset order.
+    pub(crate) fn decode(self) -> Result<Vec<Record>> {
+        decode_segment(self.format, Bytes::from(self.records), self.count as usize)
+    }
+
+    /// The offset after the segment's last record.
+    pub(crate) fn end(&self) -> i64 {
+        self.base_offset + self.count
+    }
+}
+
+/// Visits, in offset order, the segments of the partition that hold
+/// offsets at or after `from`, until `visit` breaks or the partition ends.
+///
+/// Segments are asked for a page at a time (1, 2, 4, … up to 16 rows: one
+/// segment often holds a whole batch) and streamed: PostgreSQL sends every row a query selects, whether or not the
+/// reader stops early, so an open-ended range would ship the whole rest of
+/// a long partition to a reader that wants one batch of it. The first page
+/// starts at the segment holding `from`, found through the primary key
+/// rather than by scanning the partition.
+pub(crate) async fn scan(
+    conn: &mut Conn<'_>,
+    partition_id: i64,
+    from: i64,
+    mut visit: impl FnMut(SegmentRow) -> Result<ControlFlow<()>>,
+) -> Result<()> {
+    let first = format!(
+        "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 AND base_offset >= COALESCE(\
+         (SELECT MAX(base_offset) FROM segments WHERE partition_id = $1 AND base_offset <= $2), 0) \
+         ORDER BY base_offset LIMIT $3"
+    );
+    let next = format!(
+        "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 AND base_offset > $2 \
+         ORDER BY base_offset LIMIT $3"
+    );
+    let mut page: i64 = 1;
+    let mut after: Option<i64> = None;
+    loop {
+        let sql = if after.is_some() { &next } else { &first };
+        let (rows, stopped) = on_db!(conn, c => {
+            let mut stream = sqlx::query_as::<_, SegmentRow>(sql)
+                .bind(partition_id)
+                .bind(after.unwrap_or(from))
+                .bind(page)
+                .fetch(&mut **c);
+            let (mut rows, mut stopped) = (0, false);
+            while let Some(segment) = stream.try_next().await? {
+                rows += 1;
+                after = Some(segment.base_offset);
+                if segment.end() > from && visit(segment)?.is_break() {
+                    stopped = true;
+                    break;
+                }
+            }
+            (rows, stopped)
+        });
+        if stopped || rows < page {
+            return Ok(());
+        }
+        page = (page * 2).min(MAX_PAGE);
+    }
+}
+
+/// Messages of the partition from offset `from` on: up to `max_messages`,
+/// and no more segments once `max_bytes` of them were read (the first one
+/// with a message always is).
+pub(crate) async fn read(
+    store: &Store,
+    partition_id: i64,
+    from: i64,
+    max_messages: usize,
+    max_bytes: usize,
+) -> Result<Vec<StoredMessage>> {
+    let mut reader = store.read_conn().await?;
+    let mut out = Vec::new();
+    let mut next = from;
+    let mut bytes = 0;
+    scan(&mut reader.conn(), partition_id, from, |segment| {
+        bytes += segment.records.len();
+        take_from(segment, &mut next, max_messages, &mut out)?;
+        let full = out.len() >= max_messages || (bytes >= max_bytes && !out.is_empty());
+        Ok(if full {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
+    })
+    .await?;
+    Ok(out)
+}
+
+/// Appends the messages of `segment` at or after `*next` to `out`, up to
+/// `max` in all, and moves `*next` past them.
+fn take_from(
+    segment: SegmentRow,
+    next: &mut i64,
+    max: usize,
+    out: &mut Vec<StoredMessage>,
+) -> Result<()> {
+    let base = segment.base_offset;
+    let created_at_ms = segment.created_at;
+    for (i, record) in segment.decode()?.into_iter().enumerate() {
+        let offset = base + i as i64;
+        if offset < *next || out.len() >= max {
+            continue;
+        }
+        out.push(StoredMessage {
+            offset,
+            created_at_ms,
+            record,
+        });
+        *next = offset + 1;
+    }
+    Ok(())
+}
+
+/// The segment of the partition that holds `offset`, if still stored.
+pub(crate) async fn at(
+    conn: &mut Conn<'_>,
+    partition_id: i64,
+    offset: i64,
+) -> Result<Option<SegmentRow>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 AND base_offset <= $2 \
+         ORDER BY base_offset DESC LIMIT 1"
+    );
+    let row: Option<SegmentRow> = on_db!(conn, c => sqlx::query_as(&sql)
+        .bind(partition_id)
+        .bind(offset)
+        .fetch_optional(&mut **c)
+        .await?);
+    Ok(row.filter(|s| offset < s.end()))
+}
+
+/// Up to `max_rows` segments that start before `before`, newest first.
+pub(crate) async fn before(
+    store: &Store,
+    partition_id: i64,
+    before: i64,
+    max_rows: i64,
+) -> Result<Vec<SegmentRow>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 AND base_offset < $2 \
+         ORDER BY base_offset DESC LIMIT $3"
+    );
+    Ok(on_db!(store.reader(), pool => sqlx::query_as(&sql)
+        .bind(partition_id)
+        .bind(before)
+        .bind(max_rows)
+        .fetch_all(pool)
+        .await?))
+}
+
+/// The first message stamped at or after `timestamp`: its offset and timestamp.
+pub(crate) async fn offset_for_timestamp(
+    store: &Store,
+    partition_id: i64,
+    timestamp: i64,
+) -> Result<Option<(i64, i64)>> {
+    // Each segment keeps its largest record timestamp: the first segment
+    // reaching `timestamp` holds the message.
+    let sql = format!(
+        "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 AND max_timestamp >= $2 \
+         ORDER BY base_offset LIMIT 1"
+    );
+    let row: Option<SegmentRow> = on_db!(store.reader(), pool => sqlx::query_as(&sql)
+        .bind(partition_id)
+        .bind(timestamp)
+        .fetch_optional(pool)
+        .await?);
+    let Some(row) = row else { return Ok(None) };
+    Ok(stamped(row)?.find(|&(_, ts)| ts >= timestamp))
+}
+
+/// The message with the largest timestamp (the first of equals): its
+/// offset and timestamp.
+pub(crate) async fn max_timestamp_offset(
+    store: &Store,
+    partition_id: i64,
+) -> Result<Option<(i64, i64)>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 \
+         ORDER BY max_timestamp DESC, base_offset LIMIT 1"
+    );
+    let row: Option<SegmentRow> = on_db!(store.reader(), pool => sqlx::query_as(&sql)
+        .bind(partition_id)
+        .fetch_optional(pool)
+        .await?);
+    let Some(row) = row else { return Ok(None) };
+    Ok(
+        stamped(row)?.fold(None, |best: Option<(i64, i64)>, m| match best {
+            Some(b) if b.1 >= m.1 => Some(b),
+            _ => Some(m),
+        }),
+    )
+}
+
+/// The (offset, timestamp) of every message of a segment.
+fn stamped(segment: SegmentRow) -> Result<impl Iterator<Item = (i64, i64)>> {
+    let base = segment.base_offset;
+    let created_at_ms = segment.created_at;
+    Ok(segment
+        .decode()?
+        .into_iter()
+        .enumerate()
+        .map(move |(i, r)| (base + i as i64, r.timestamp_ms().unwrap_or(created_at_ms))))
+}
