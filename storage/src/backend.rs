@@ -155,6 +155,12 @@ impl WriteTx {
         on_db!(self, tx => tx.commit().await?);
         Ok(())
     }
+
+    /// Rolls the transaction back.
+    pub(crate) async fn rollback(self) -> Result<()> {
+        on_db!(self, tx => tx.rollback().await?);
+        Ok(())
+    }
 }
 
 impl Conn<'_> {
@@ -167,5 +173,48 @@ impl Conn<'_> {
             Self::Sqlite(_) => "",
             Self::Postgres(_) => "FOR UPDATE",
         }
+    }
+
+    /// The clause that lets a `SELECT … LIMIT` of a background sweep skip
+    /// rows another broker's sweep has locked: `FOR UPDATE SKIP LOCKED` on
+    /// PostgreSQL; nothing on SQLite, where sweeps never run concurrently.
+    pub(crate) fn skip_locked(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "",
+            Self::Postgres(_) => "FOR UPDATE SKIP LOCKED",
+        }
+    }
+
+    /// Serialises the writers of one KV key (by its hash) until the
+    /// transaction ends. A key that does not exist yet has no row to lock,
+    /// so PostgreSQL takes a transaction-scoped advisory lock on the hash (a
+    /// collision only serialises two keys that did not need it); SQLite's
+    /// single writer already serialises every write.
+    pub(crate) async fn lock_key(&mut self, hash: i64) -> Result<()> {
+        if let Self::Postgres(c) = self {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(hash)
+                .execute(&mut **c)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A KV version never issued before, not even after a rollback or a
+    /// delete: PostgreSQL's sequence; on SQLite a one-row counter moved
+    /// inside the write transaction, which the single writer serialises.
+    pub(crate) async fn next_kv_version(&mut self) -> Result<i64> {
+        Ok(match self {
+            Self::Sqlite(c) => {
+                sqlx::query_scalar("UPDATE kv_version SET last = last + 1 RETURNING last")
+                    .fetch_one(&mut **c)
+                    .await?
+            }
+            Self::Postgres(c) => {
+                sqlx::query_scalar("SELECT nextval('kv_version_seq')")
+                    .fetch_one(&mut **c)
+                    .await?
+            }
+        })
     }
 }

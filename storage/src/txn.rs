@@ -17,7 +17,7 @@ use crate::backend::on_db;
 use crate::consume::{ack, validate_group, AckItem, AckResult, ConsumeTx};
 use crate::dedup::DedupCache;
 use crate::error::{Result, StorageError};
-use crate::kv::{self, KvOutcome, KvPreconditionFailed, KvRequest, KvResult, KvTx, Surface};
+use crate::kv::{self, KvOutcome, KvPreconditionFailed, KvRequest, KvResult, Surface};
 use crate::model::{PushItem, PushOutcome, PushStatus};
 use crate::Engine;
 
@@ -126,7 +126,7 @@ pub(crate) struct Ran {
 
 /// Runs a plan inside `tx` at `now`. The caller commits when the outcome is
 /// [`TxnOutcome::Committed`] and rolls back otherwise.
-pub(crate) async fn run<T: AppendTx + ConsumeTx + KvTx>(
+pub(crate) async fn run<T: AppendTx + ConsumeTx>(
     tx: &mut T,
     plan: &TxnPlan,
     now: i64,

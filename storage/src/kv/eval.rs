@@ -5,12 +5,14 @@
 use serde_json::Value;
 
 use super::{KvEntry, KvExpiry, KvOp, KvOutcome, KvPreconditionFailed, KvReason, KvRequest};
-use super::{KvResult, KvRow, KvTx, MAX_PREFIX_LIMIT};
+use super::{KvResult, KvRow, MAX_PREFIX_LIMIT};
+use crate::backend::AsConn;
 use crate::error::{Result, StorageError};
+use crate::sql;
 
 /// Runs `ops` at `now`. `base` is added to an op's index in a failure (a
 /// transaction reports flat result indexes).
-pub(crate) async fn run<T: KvTx>(
+pub(crate) async fn run<T: AsConn>(
     tx: &mut T,
     ops: &[KvRequest],
     now: i64,
@@ -24,7 +26,7 @@ pub(crate) async fn run<T: KvTx>(
         .collect();
     hashes.sort_unstable();
     hashes.dedup();
-    tx.lock_keys(&hashes).await?;
+    sql::kv::lock_keys(&mut tx.conn(), &hashes).await?;
 
     let mut results = Vec::with_capacity(ops.len());
     for (i, request) in ops.iter().enumerate() {
@@ -61,18 +63,21 @@ fn key_hash(ns: &str, key: &str) -> i64 {
     xxhash_rust::xxh3::xxh3_64(&bytes) as i64
 }
 
-async fn one<T: KvTx>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvResult> {
+async fn one<T: AsConn>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvResult> {
     let ns = request.ns.as_str();
     Ok(match &request.op {
         KvOp::Get { key } => KvResult::Get {
             key: key.clone(),
-            entry: tx.kv_get(ns, key, now).await?.map(entry).transpose()?,
+            entry: sql::kv::get(&mut tx.conn(), ns, key, now)
+                .await?
+                .map(entry)
+                .transpose()?,
         },
         KvOp::GetMany { keys } => {
             let mut rows = Vec::new();
             let mut missing = Vec::new();
             for key in keys {
-                match tx.kv_get(ns, key, now).await? {
+                match sql::kv::get(&mut tx.conn(), ns, key, now).await? {
                     Some(row) => rows.push(entry(row)?),
                     None => missing.push(key.clone()),
                 }
@@ -87,9 +92,9 @@ async fn one<T: KvTx>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvRes
         } => {
             let limit = (*limit).clamp(1, MAX_PREFIX_LIMIT);
             // One row more than asked says whether another page follows.
-            let mut rows = tx
-                .kv_prefix(ns, prefix, after.as_deref(), limit as i64 + 1, now)
-                .await?;
+            let page = limit as i64 + 1;
+            let mut rows =
+                sql::kv::prefix(&mut tx.conn(), ns, prefix, after.as_deref(), page, now).await?;
             let truncated = rows.len() > limit;
             rows.truncate(limit);
             let next_after = if truncated {
@@ -119,7 +124,7 @@ async fn one<T: KvTx>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvRes
             expiry,
             expect,
         } => {
-            let current = tx.kv_get(ns, key, now).await?;
+            let current = sql::kv::get(&mut tx.conn(), ns, key, now).await?;
             if let Some(reason) = expect.and_then(|e| unmet(e, current.as_ref())) {
                 return refused(key, reason, current);
             }
@@ -134,7 +139,7 @@ async fn one<T: KvTx>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvRes
             .await?
         }
         KvOp::PutIfAbsent { key, value, expiry } => {
-            let current = tx.kv_get(ns, key, now).await?;
+            let current = sql::kv::get(&mut tx.conn(), ns, key, now).await?;
             if current.is_some() {
                 return refused(key, KvReason::Exists, current);
             }
@@ -149,14 +154,14 @@ async fn one<T: KvTx>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvRes
             .await?
         }
         KvOp::Delete { key, expect } => {
-            let current = tx.kv_get(ns, key, now).await?;
+            let current = sql::kv::get(&mut tx.conn(), ns, key, now).await?;
             if let Some(reason) = expect.and_then(|e| unmet(e, current.as_ref())) {
                 return refused(key, reason, current);
             }
             if current.is_none() {
                 return refused(key, KvReason::Absent, None);
             }
-            tx.kv_delete(ns, key).await?;
+            sql::kv::delete(&mut tx.conn(), ns, key).await?;
             KvResult::Write {
                 key: key.clone(),
                 applied: true,
@@ -172,7 +177,7 @@ async fn one<T: KvTx>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvRes
             max,
             expiry,
         } => {
-            let current = tx.kv_get(ns, key, now).await?;
+            let current = sql::kv::get(&mut tx.conn(), ns, key, now).await?;
             let (base, expires) = match &current {
                 // An expired row counts as absent: it starts at zero with
                 // the op's expiry, which is what makes a window limiter work.
@@ -189,7 +194,7 @@ async fn one<T: KvTx>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvRes
             write(tx, ns, key, next.to_string(), expires, now).await?
         }
         KvOp::Check { key, expect } => {
-            let current = tx.kv_get(ns, key, now).await?;
+            let current = sql::kv::get(&mut tx.conn(), ns, key, now).await?;
             if let Some(reason) = unmet(*expect, current.as_ref()) {
                 return refused(key, reason, current);
             }
@@ -227,7 +232,7 @@ fn expires_at(expiry: KvExpiry, now: i64) -> Option<i64> {
 }
 
 /// Writes a row under a fresh version; answers what was written.
-async fn write<T: KvTx>(
+async fn write<T: AsConn>(
     tx: &mut T,
     ns: &str,
     key: &str,
@@ -238,11 +243,11 @@ async fn write<T: KvTx>(
     let row = KvRow {
         key: key.to_owned(),
         value,
-        version: tx.kv_next_version().await?,
+        version: tx.conn().next_kv_version().await?,
         expires_at,
         updated_at: now,
     };
-    tx.kv_upsert(ns, &row).await?;
+    sql::kv::upsert(&mut tx.conn(), ns, &row).await?;
     Ok(KvResult::Write {
         key: key.to_owned(),
         applied: true,

@@ -15,7 +15,6 @@ pub(crate) mod eval;
 
 use serde_json::Value;
 
-use crate::backend::on_db;
 use crate::error::{Result, StorageError};
 use crate::Engine;
 
@@ -274,36 +273,13 @@ pub enum KvOutcome {
 }
 
 /// A row as stored: the value as compact JSON text.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct KvRow {
     pub key: String,
     pub value: String,
     pub version: i64,
     pub expires_at: Option<i64>,
     pub updated_at: i64,
-}
-
-/// The statements a backend runs for KV inside a transaction.
-pub(crate) trait KvTx {
-    /// Serialises writers of the given key hashes (ascending) until commit.
-    async fn lock_keys(&mut self, hashes: &[i64]) -> Result<()>;
-    /// The live row of a key at `now`.
-    async fn kv_get(&mut self, ns: &str, key: &str, now: i64) -> Result<Option<KvRow>>;
-    /// Up to `limit` live rows whose key starts with `prefix`, after `after`.
-    async fn kv_prefix(
-        &mut self,
-        ns: &str,
-        prefix: &str,
-        after: Option<&str>,
-        limit: i64,
-        now: i64,
-    ) -> Result<Vec<KvRow>>;
-    /// A version never issued before.
-    async fn kv_next_version(&mut self) -> Result<i64>;
-    /// Writes a row, replacing any (live or expired).
-    async fn kv_upsert(&mut self, ns: &str, row: &KvRow) -> Result<()>;
-    /// Deletes a row.
-    async fn kv_delete(&mut self, ns: &str, key: &str) -> Result<()>;
 }
 
 /// Where a list of ops comes from: the limits differ.
@@ -451,7 +427,14 @@ impl Engine {
     pub async fn kv(&self, ops: Vec<KvRequest>) -> Result<KvOutcome> {
         validate(&ops, Surface::Call)?;
         let now = self.inner.clock.now_ms();
-        on_db!(&self.inner.store, s => s.kv(&ops, now).await)
+        let mut tx = self.inner.store.begin_write().await?;
+        let outcome = eval::run(&mut tx, &ops, now, 0).await?;
+        // Committed when it ran to the end, rolled back when a required op failed.
+        match &outcome {
+            KvOutcome::Done(_) => tx.commit().await?,
+            KvOutcome::Aborted(_) => tx.rollback().await?,
+        }
+        Ok(outcome)
     }
 
     /// Deletes at most `limit` expired KV rows; returns how many. Safe to
@@ -459,6 +442,6 @@ impl Engine {
     pub async fn sweep_kv(&self, limit: usize) -> Result<u64> {
         let now = self.inner.clock.now_ms();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        on_db!(&self.inner.store, s => s.kv_sweep(now, limit).await)
+        crate::sql::kv::sweep(&self.inner.store, now, limit).await
     }
 }

@@ -4,7 +4,6 @@
 
 mod append;
 mod consume;
-mod kv;
 
 use std::str::FromStr;
 

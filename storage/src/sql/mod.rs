@@ -14,5 +14,3 @@ pub(crate) mod kv;
 pub(crate) mod offsets;
 pub(crate) mod producers;
 pub(crate) mod segments;
-
-pub(crate) use kv::kv_statements;

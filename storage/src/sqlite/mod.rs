@@ -4,7 +4,6 @@
 mod append;
 mod checkpoint;
 mod consume;
-mod kv;
 
 use std::str::FromStr;
 use std::time::Duration;
