@@ -1,7 +1,7 @@
 //! The append algorithm: dedup and offset allocation under the partition lock.
 //!
-//! Both backends run this same code inside one database transaction; they
-//! only supply the primitive statements ([`AppendTx`]). For every partition
+//! Both backends run this same code inside one database transaction (the
+//! bulk writes differ: [`crate::backend::Conn::write_appends`]). For every partition
 //! of a group commit it locks the partition row (the per-partition
 //! serialiser), brings the partition's [`WindowIndex`] up to date with what
 //! is stored, decides for each record whether its transaction id is already
@@ -25,7 +25,7 @@ use crate::sql;
 use crate::sql::dedup::Rows;
 
 /// A partition's write state, read under its lock.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct PartitionHead {
     pub id: i64,
     pub next_offset: i64,
@@ -43,20 +43,6 @@ pub(crate) struct NewSegment {
     /// The largest record timestamp: a Kafka record's own, else `created_at`.
     pub max_timestamp: i64,
     pub records: Vec<u8>,
-}
-
-/// The statements a backend runs inside the append transaction.
-pub(crate) trait AppendTx: AsConn {
-    /// Locks the given partitions (ids ascending, so concurrent writers never
-    /// deadlock) and returns the state of those that exist.
-    async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>>;
-    /// Inserts segments and sidecar rows, and moves the partition heads forward.
-    async fn write(
-        &mut self,
-        segments: &[NewSegment],
-        hashes: &[(i64, HashRow)],
-        heads: &[PartitionHead],
-    ) -> Result<()>;
 }
 
 /// A run of records for one partition, from one request. Items repeated
@@ -101,7 +87,7 @@ pub(crate) fn txn_hash(txn: &str) -> i64 {
 
 /// Runs a group commit's jobs inside `tx`; the caller commits, then returns
 /// the indexes to `cache`.
-pub(crate) async fn append<T: AppendTx>(
+pub(crate) async fn append<T: AsConn>(
     tx: &mut T,
     jobs: &[AppendJob],
     now_ms: i64,
@@ -110,7 +96,7 @@ pub(crate) async fn append<T: AppendTx>(
     let mut ids: Vec<i64> = jobs.iter().map(|j| j.partition_id).collect();
     ids.sort_unstable();
     ids.dedup();
-    let heads = tx.lock_partitions(&ids).await?;
+    let heads = tx.conn().lock_partitions(&ids).await?;
 
     let mut outcomes: Vec<Option<JobOutcome>> = jobs.iter().map(|_| None).collect();
     let mut changed_producers = Vec::new();
@@ -232,7 +218,9 @@ pub(crate) async fn append<T: AppendTx>(
         }
     }
     if !segments.is_empty() {
-        tx.write(&segments, &hash_rows, &moved).await?;
+        tx.conn()
+            .write_appends(&segments, &hash_rows, &moved)
+            .await?;
     }
     if !producer_states.is_empty() {
         producer_states.dedup_by_key(|(p, id, _)| (*p, *id));
@@ -283,7 +271,7 @@ fn pack(
 /// The partition's index of the window starting at `since`, complete up to
 /// the partition's next offset: the cached one topped up with what other
 /// writers appended since, or one loaded afresh.
-async fn window_index<T: AppendTx>(
+async fn window_index<T: AsConn>(
     tx: &mut T,
     cache: &DedupCache,
     head: &PartitionHead,
@@ -326,7 +314,7 @@ impl Originals {
     /// The original (message id, offset) of `txn` in the partition's window:
     /// the lowest candidate offset whose stored id is `txn`. When the
     /// segment is gone (retention) the hash decides and the id is nil.
-    async fn find<T: AppendTx>(
+    async fn find<T: AsConn>(
         &mut self,
         tx: &mut T,
         partition_id: i64,
@@ -345,7 +333,7 @@ impl Originals {
         Ok(None)
     }
 
-    async fn record_at<T: AppendTx>(
+    async fn record_at<T: AsConn>(
         &mut self,
         tx: &mut T,
         partition_id: i64,

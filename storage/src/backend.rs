@@ -10,6 +10,8 @@
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool};
 
+use crate::append::{NewSegment, PartitionHead};
+use crate::dedup::HashRow;
 use crate::error::{Result, StorageError};
 use crate::postgres::PgStore;
 use crate::sqlite::SqliteStore;
@@ -172,6 +174,33 @@ impl Conn<'_> {
         match self {
             Self::Sqlite(_) => "",
             Self::Postgres(_) => "FOR UPDATE",
+        }
+    }
+
+    /// Locks the given partitions (ids ascending, so concurrent writers never
+    /// deadlock) and returns the write state of those that exist. The
+    /// partition row is the per-partition serialiser of appends: PostgreSQL
+    /// locks the rows (`FOR UPDATE`), across brokers; on SQLite the write
+    /// transaction already holds the one write lock.
+    pub(crate) async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>> {
+        match self {
+            Self::Sqlite(c) => crate::sqlite::append::lock_partitions(c, ids).await,
+            Self::Postgres(c) => crate::postgres::append::lock_partitions(c, ids).await,
+        }
+    }
+
+    /// Inserts an append's segments and sidecar rows and moves the partition
+    /// heads forward, in a few bulk statements: arrays and `UNNEST` on
+    /// PostgreSQL, multi-row `VALUES` on SQLite.
+    pub(crate) async fn write_appends(
+        &mut self,
+        segments: &[NewSegment],
+        hashes: &[(i64, HashRow)],
+        heads: &[PartitionHead],
+    ) -> Result<()> {
+        match self {
+            Self::Sqlite(c) => crate::sqlite::append::write(c, segments, hashes, heads).await,
+            Self::Postgres(c) => crate::postgres::append::write(c, segments, hashes, heads).await,
         }
     }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::append::{AppendJob, JobOutcome};
-use crate::backend::{on_db, Store};
+use crate::backend::Store;
 use crate::clock::Clock;
 use crate::dedup::DedupCache;
 use crate::error::{Result, StorageError};
@@ -138,8 +138,15 @@ impl Writer {
 
     /// Appends in one transaction.
     async fn append(&self, jobs: &[AppendJob]) -> Result<Vec<JobOutcome>> {
-        let now = self.clock.now_ms();
-        on_db!(&self.store, s => s.append(jobs, now, &self.cache).await)
+        let mut tx = self.store.begin_write().await?;
+        let (outcomes, indexes) =
+            crate::append::append(&mut tx, jobs, self.clock.now_ms(), &self.cache).await?;
+        tx.commit().await?;
+        // Only what was committed may enter the cache.
+        for (partition_id, index) in indexes {
+            self.cache.put(partition_id, index);
+        }
+        Ok(outcomes)
     }
 }
 

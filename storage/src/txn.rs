@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::append::{append, AppendJob, AppendTx, Indexes, JobOutcome};
+use crate::append::{append, AppendJob, Indexes, JobOutcome};
 use crate::backend::on_db;
 use crate::consume::{ack, validate_group, AckItem, AckResult, ConsumeTx};
 use crate::dedup::DedupCache;
@@ -126,7 +126,7 @@ pub(crate) struct Ran {
 
 /// Runs a plan inside `tx` at `now`. The caller commits when the outcome is
 /// [`TxnOutcome::Committed`] and rolls back otherwise.
-pub(crate) async fn run<T: AppendTx + ConsumeTx>(
+pub(crate) async fn run<T: ConsumeTx>(
     tx: &mut T,
     plan: &TxnPlan,
     now: i64,

@@ -1,41 +1,37 @@
 //! The append statements on PostgreSQL: array parameters and `UNNEST`, so a
 //! group commit costs a handful of round trips whatever its size.
 
-use super::{PgStore, Tx};
-use crate::append::{append, AppendJob, AppendTx, JobOutcome, NewSegment, PartitionHead};
-use crate::dedup::{pack_hashes, DedupCache, HashRow};
+use sqlx::PgConnection;
+
+use crate::append::{NewSegment, PartitionHead};
+use crate::dedup::{pack_hashes, HashRow};
 use crate::error::Result;
 
-impl AppendTx for Tx<'_> {
-    async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>> {
-        let rows: Vec<(i64, i64, i64, i64)> = sqlx::query_as(
-            "SELECT p.id, p.next_offset, p.last_created_at, q.dedup_window_seconds \
+/// See [`crate::backend::Conn::lock_partitions`].
+pub(crate) async fn lock_partitions(
+    conn: &mut PgConnection,
+    ids: &[i64],
+) -> Result<Vec<PartitionHead>> {
+    Ok(sqlx::query_as(
+        "SELECT p.id, p.next_offset, p.last_created_at, q.dedup_window_seconds \
              FROM partitions p JOIN queues q ON q.id = p.queue_id \
              WHERE p.id = ANY($1) ORDER BY p.id FOR UPDATE OF p",
-        )
-        .bind(ids)
-        .fetch_all(&mut *self.0)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, next_offset, last_created_at, window)| PartitionHead {
-                id,
-                next_offset,
-                last_created_at,
-                dedup_window_seconds: window,
-            })
-            .collect())
-    }
+    )
+    .bind(ids)
+    .fetch_all(conn)
+    .await?)
+}
 
-    async fn write(
-        &mut self,
-        segments: &[NewSegment],
-        hashes: &[(i64, HashRow)],
-        heads: &[PartitionHead],
-    ) -> Result<()> {
-        let column = |f: fn(&NewSegment) -> i64| segments.iter().map(f).collect::<Vec<i64>>();
-        let records: Vec<&[u8]> = segments.iter().map(|s| s.records.as_slice()).collect();
-        sqlx::query(
+/// See [`crate::backend::Conn::write_appends`].
+pub(crate) async fn write(
+    conn: &mut PgConnection,
+    segments: &[NewSegment],
+    hashes: &[(i64, HashRow)],
+    heads: &[PartitionHead],
+) -> Result<()> {
+    let column = |f: fn(&NewSegment) -> i64| segments.iter().map(f).collect::<Vec<i64>>();
+    let records: Vec<&[u8]> = segments.iter().map(|s| s.records.as_slice()).collect();
+    sqlx::query(
             "INSERT INTO segments (partition_id, base_offset, record_count, created_at, max_timestamp, format, records) \
              SELECT p, b, c, t, m, $6, r \
              FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $7::bytea[]) \
@@ -48,51 +44,32 @@ impl AppendTx for Tx<'_> {
         .bind(column(|s| s.max_timestamp))
         .bind(crate::record::FORMAT_V1)
         .bind(records)
-        .execute(&mut *self.0)
+        .execute(&mut *conn)
         .await?;
-        if !hashes.is_empty() {
-            let column = |f: fn(&(i64, HashRow)) -> i64| hashes.iter().map(f).collect::<Vec<i64>>();
-            let packed: Vec<Vec<u8>> = hashes.iter().map(|(_, h)| pack_hashes(&h.hashes)).collect();
-            sqlx::query(
-                "INSERT INTO txn_hashes (partition_id, base_offset, created_at, hashes) \
-                 SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[])",
-            )
-            .bind(column(|(p, _)| *p))
-            .bind(column(|(_, h)| h.base_offset))
-            .bind(column(|(_, h)| h.created_at))
-            .bind(packed)
-            .execute(&mut *self.0)
-            .await?;
-        }
-        let column = |f: fn(&PartitionHead) -> i64| heads.iter().map(f).collect::<Vec<i64>>();
+    if !hashes.is_empty() {
+        let column = |f: fn(&(i64, HashRow)) -> i64| hashes.iter().map(f).collect::<Vec<i64>>();
+        let packed: Vec<Vec<u8>> = hashes.iter().map(|(_, h)| pack_hashes(&h.hashes)).collect();
         sqlx::query(
-            "UPDATE partitions SET next_offset = h.n, last_created_at = h.t \
+            "INSERT INTO txn_hashes (partition_id, base_offset, created_at, hashes) \
+                 SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[])",
+        )
+        .bind(column(|(p, _)| *p))
+        .bind(column(|(_, h)| h.base_offset))
+        .bind(column(|(_, h)| h.created_at))
+        .bind(packed)
+        .execute(&mut *conn)
+        .await?;
+    }
+    let column = |f: fn(&PartitionHead) -> i64| heads.iter().map(f).collect::<Vec<i64>>();
+    sqlx::query(
+        "UPDATE partitions SET next_offset = h.n, last_created_at = h.t \
              FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[]) AS h(id, n, t) \
              WHERE partitions.id = h.id",
-        )
-        .bind(column(|h| h.id))
-        .bind(column(|h| h.next_offset))
-        .bind(column(|h| h.last_created_at))
-        .execute(&mut *self.0)
-        .await?;
-        Ok(())
-    }
-}
-
-impl PgStore {
-    /// Runs a group commit in one transaction.
-    pub(crate) async fn append(
-        &self,
-        jobs: &[AppendJob],
-        now_ms: i64,
-        cache: &DedupCache,
-    ) -> Result<Vec<JobOutcome>> {
-        let mut tx = self.pool.begin().await?;
-        let (outcomes, indexes) = append(&mut Tx(&mut tx), jobs, now_ms, cache).await?;
-        tx.commit().await?;
-        for (partition_id, index) in indexes {
-            cache.put(partition_id, index);
-        }
-        Ok(outcomes)
-    }
+    )
+    .bind(column(|h| h.id))
+    .bind(column(|h| h.next_offset))
+    .bind(column(|h| h.last_created_at))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }

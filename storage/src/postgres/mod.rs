@@ -2,7 +2,7 @@
 //! partition row is the per-partition serialiser: appends lock it with
 //! `SELECT … FOR UPDATE`, so brokers never interleave inside a partition.
 
-mod append;
+pub(crate) mod append;
 mod consume;
 
 use std::str::FromStr;

@@ -1,105 +1,77 @@
 //! The append statements on SQLite: multi-row inserts and `IN` lists.
 
-use sqlx::{QueryBuilder, Sqlite};
+use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 
-use super::{SqliteStore, Tx};
-use crate::append::{append, AppendJob, AppendTx, JobOutcome, NewSegment, PartitionHead};
-use crate::dedup::{pack_hashes, DedupCache, HashRow};
+use crate::append::{NewSegment, PartitionHead};
+use crate::dedup::{pack_hashes, HashRow};
 use crate::error::Result;
 
 /// Bind parameters per statement, well under SQLite's limit of 32766.
 const MAX_PARAMS: usize = 30_000;
 
-impl AppendTx for Tx<'_> {
-    async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>> {
-        // The write transaction (BEGIN IMMEDIATE) already holds SQLite's one write lock.
-        let mut heads = Vec::with_capacity(ids.len());
-        for chunk in ids.chunks(MAX_PARAMS) {
-            let mut q = QueryBuilder::<Sqlite>::new(
-                "SELECT p.id, p.next_offset, p.last_created_at, q.dedup_window_seconds \
+/// See [`crate::backend::Conn::lock_partitions`].
+pub(crate) async fn lock_partitions(
+    conn: &mut SqliteConnection,
+    ids: &[i64],
+) -> Result<Vec<PartitionHead>> {
+    // The write transaction (BEGIN IMMEDIATE) already holds SQLite's one write lock.
+    let mut heads = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(MAX_PARAMS) {
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "SELECT p.id, p.next_offset, p.last_created_at, q.dedup_window_seconds \
                  FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id IN (",
-            );
-            let mut list = q.separated(", ");
-            for id in chunk {
-                list.push_bind(id);
-            }
-            q.push(") ORDER BY p.id");
-            let rows: Vec<(i64, i64, i64, i64)> =
-                q.build_query_as().fetch_all(&mut *self.0).await?;
-            heads.extend(
-                rows.into_iter()
-                    .map(|(id, next_offset, last_created_at, window)| PartitionHead {
-                        id,
-                        next_offset,
-                        last_created_at,
-                        dedup_window_seconds: window,
-                    }),
-            );
+        );
+        let mut list = q.separated(", ");
+        for id in chunk {
+            list.push_bind(id);
         }
-        Ok(heads)
+        q.push(") ORDER BY p.id");
+        heads.extend(q.build_query_as().fetch_all(&mut *conn).await?);
     }
+    Ok(heads)
+}
 
-    async fn write(
-        &mut self,
-        segments: &[NewSegment],
-        hashes: &[(i64, HashRow)],
-        heads: &[PartitionHead],
-    ) -> Result<()> {
-        for chunk in segments.chunks(MAX_PARAMS / 7) {
-            let mut q = QueryBuilder::<Sqlite>::new(
+/// See [`crate::backend::Conn::write_appends`].
+pub(crate) async fn write(
+    conn: &mut SqliteConnection,
+    segments: &[NewSegment],
+    hashes: &[(i64, HashRow)],
+    heads: &[PartitionHead],
+) -> Result<()> {
+    for chunk in segments.chunks(MAX_PARAMS / 7) {
+        let mut q = QueryBuilder::<Sqlite>::new(
                 "INSERT INTO segments (partition_id, base_offset, record_count, created_at, max_timestamp, format, records) ",
             );
-            q.push_values(chunk, |mut row, s| {
-                row.push_bind(s.partition_id)
-                    .push_bind(s.base_offset)
-                    .push_bind(s.count)
-                    .push_bind(s.created_at)
-                    .push_bind(s.max_timestamp)
-                    .push_bind(crate::record::FORMAT_V1)
-                    .push_bind(&s.records);
-            });
-            q.build().execute(&mut *self.0).await?;
-        }
-        for chunk in hashes.chunks(MAX_PARAMS / 4) {
-            let mut q = QueryBuilder::<Sqlite>::new(
-                "INSERT INTO txn_hashes (partition_id, base_offset, created_at, hashes) ",
-            );
-            q.push_values(chunk, |mut row, (partition_id, h)| {
-                row.push_bind(*partition_id)
-                    .push_bind(h.base_offset)
-                    .push_bind(h.created_at)
-                    .push_bind(pack_hashes(&h.hashes));
-            });
-            q.build().execute(&mut *self.0).await?;
-        }
-        for head in heads {
-            sqlx::query(
-                "UPDATE partitions SET next_offset = $1, last_created_at = $2 WHERE id = $3",
-            )
+        q.push_values(chunk, |mut row, s| {
+            row.push_bind(s.partition_id)
+                .push_bind(s.base_offset)
+                .push_bind(s.count)
+                .push_bind(s.created_at)
+                .push_bind(s.max_timestamp)
+                .push_bind(crate::record::FORMAT_V1)
+                .push_bind(&s.records);
+        });
+        q.build().execute(&mut *conn).await?;
+    }
+    for chunk in hashes.chunks(MAX_PARAMS / 4) {
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO txn_hashes (partition_id, base_offset, created_at, hashes) ",
+        );
+        q.push_values(chunk, |mut row, (partition_id, h)| {
+            row.push_bind(*partition_id)
+                .push_bind(h.base_offset)
+                .push_bind(h.created_at)
+                .push_bind(pack_hashes(&h.hashes));
+        });
+        q.build().execute(&mut *conn).await?;
+    }
+    for head in heads {
+        sqlx::query("UPDATE partitions SET next_offset = $1, last_created_at = $2 WHERE id = $3")
             .bind(head.next_offset)
             .bind(head.last_created_at)
             .bind(head.id)
-            .execute(&mut *self.0)
+            .execute(&mut *conn)
             .await?;
-        }
-        Ok(())
     }
-}
-
-impl SqliteStore {
-    /// Runs a group commit in one transaction on the writer connection.
-    pub(crate) async fn append(
-        &self,
-        jobs: &[AppendJob],
-        now_ms: i64,
-        cache: &DedupCache,
-    ) -> Result<Vec<JobOutcome>> {
-        let mut tx = self.begin_write().await?;
-        let (outcomes, indexes) = append(&mut Tx(&mut tx), jobs, now_ms, cache).await?;
-        tx.commit().await?;
-        for (partition_id, index) in indexes {
-            cache.put(partition_id, index);
-        }
-        Ok(outcomes)
-    }
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! The embedded SQLite backend: one writer connection (SQLite has one writer
 //! anyway) and a pool of readers, in WAL mode.
 
-mod append;
+pub(crate) mod append;
 mod checkpoint;
 mod consume;
 
