@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use crate::backend::AsConn;
+use crate::backend::Conn;
 use crate::dedup::{DedupCache, HashRow, WindowIndex};
 use crate::error::{Result, StorageError};
 use crate::model::PushStatus;
@@ -87,8 +87,8 @@ pub(crate) fn txn_hash(txn: &str) -> i64 {
 
 /// Runs a group commit's jobs inside `tx`; the caller commits, then returns
 /// the indexes to `cache`.
-pub(crate) async fn append<T: AsConn>(
-    tx: &mut T,
+pub(crate) async fn append(
+    tx: &mut Conn<'_>,
     jobs: &[AppendJob],
     now_ms: i64,
     cache: &DedupCache,
@@ -96,7 +96,7 @@ pub(crate) async fn append<T: AsConn>(
     let mut ids: Vec<i64> = jobs.iter().map(|j| j.partition_id).collect();
     ids.sort_unstable();
     ids.dedup();
-    let heads = tx.conn().lock_partitions(&ids).await?;
+    let heads = tx.lock_partitions(&ids).await?;
 
     let mut outcomes: Vec<Option<JobOutcome>> = jobs.iter().map(|_| None).collect();
     let mut changed_producers = Vec::new();
@@ -131,9 +131,7 @@ pub(crate) async fn append<T: AsConn>(
         {
             if let Some(batch) = &job.producer {
                 if let Entry::Vacant(slot) = producers.entry(batch.producer_id) {
-                    slot.insert(
-                        sql::producers::state(&mut tx.conn(), head.id, batch.producer_id).await?,
-                    );
+                    slot.insert(sql::producers::state(tx, head.id, batch.producer_id).await?);
                 }
                 let state = producers.get(&batch.producer_id).and_then(Option::as_ref);
                 match producers::judge(state, batch, job.records.len()) {
@@ -218,13 +216,11 @@ pub(crate) async fn append<T: AsConn>(
         }
     }
     if !segments.is_empty() {
-        tx.conn()
-            .write_appends(&segments, &hash_rows, &moved)
-            .await?;
+        tx.write_appends(&segments, &hash_rows, &moved).await?;
     }
     if !producer_states.is_empty() {
         producer_states.dedup_by_key(|(p, id, _)| (*p, *id));
-        sql::producers::save(&mut tx.conn(), &producer_states).await?;
+        sql::producers::save(tx, &producer_states).await?;
     }
     let outcomes = outcomes
         .into_iter()
@@ -271,8 +267,8 @@ fn pack(
 /// The partition's index of the window starting at `since`, complete up to
 /// the partition's next offset: the cached one topped up with what other
 /// writers appended since, or one loaded afresh.
-async fn window_index<T: AsConn>(
-    tx: &mut T,
+async fn window_index(
+    tx: &mut Conn<'_>,
     cache: &DedupCache,
     head: &PartitionHead,
     since: i64,
@@ -284,7 +280,7 @@ async fn window_index<T: AsConn>(
         Some(mut index) => {
             index.evict_before(since);
             let rows = if index.covered_to < head.next_offset {
-                sql::dedup::rows(&mut tx.conn(), head.id, Rows::From(index.covered_to)).await?
+                sql::dedup::rows(tx, head.id, Rows::From(index.covered_to)).await?
             } else {
                 Vec::new()
             };
@@ -292,7 +288,7 @@ async fn window_index<T: AsConn>(
         }
         None => (
             WindowIndex::new(since),
-            sql::dedup::rows(&mut tx.conn(), head.id, Rows::CreatedSince(since)).await?,
+            sql::dedup::rows(tx, head.id, Rows::CreatedSince(since)).await?,
         ),
     };
     for row in &rows {
@@ -314,9 +310,9 @@ impl Originals {
     /// The original (message id, offset) of `txn` in the partition's window:
     /// the lowest candidate offset whose stored id is `txn`. When the
     /// segment is gone (retention) the hash decides and the id is nil.
-    async fn find<T: AsConn>(
+    async fn find(
         &mut self,
-        tx: &mut T,
+        tx: &mut Conn<'_>,
         partition_id: i64,
         index: &WindowIndex,
         txn: &str,
@@ -333,9 +329,9 @@ impl Originals {
         Ok(None)
     }
 
-    async fn record_at<T: AsConn>(
+    async fn record_at(
         &mut self,
-        tx: &mut T,
+        tx: &mut Conn<'_>,
         partition_id: i64,
         offset: i64,
     ) -> Result<Option<&Record>> {
@@ -344,7 +340,7 @@ impl Originals {
         };
         let position = match self.segments.iter().position(held) {
             Some(i) => i,
-            None => match sql::segments::at(&mut tx.conn(), partition_id, offset).await? {
+            None => match sql::segments::at(tx, partition_id, offset).await? {
                 Some(row) => {
                     self.segments.push((row.base_offset, row.decode()?));
                     self.segments.len() - 1

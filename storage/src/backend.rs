@@ -10,7 +10,10 @@
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool};
 
+use std::sync::Arc;
+
 use crate::append::{NewSegment, PartitionHead};
+use crate::consume::wake::Wake;
 use crate::dedup::HashRow;
 use crate::error::{Result, StorageError};
 use crate::postgres::PgStore;
@@ -56,12 +59,6 @@ pub(crate) type Conn<'c> = Db<&'c mut SqliteConnection, &'c mut PgConnection>;
 
 /// A connection of the reader pool, held for a read of several statements.
 pub(crate) type ReadConn = Db<PoolConnection<Sqlite>, PoolConnection<Postgres>>;
-
-/// A backend's transaction, seen as the [`Conn`] the statements take.
-pub(crate) trait AsConn {
-    /// The connection the transaction's statements run on.
-    fn conn(&mut self) -> Conn<'_>;
-}
 
 impl Store {
     /// Connects to `url` (`sqlite:` or `postgres:`) and applies the migrations.
@@ -127,14 +124,40 @@ impl Store {
         Ok(())
     }
 
+    /// The wake-ups of an engine on this store: on PostgreSQL they are
+    /// shared with the other brokers through `LISTEN`/`NOTIFY`.
+    pub(crate) fn start_wake(&self) -> Arc<Wake> {
+        match self {
+            Self::Sqlite(_) => Wake::local(),
+            Self::Postgres(s) => {
+                let (wake, kicks) = Wake::shared();
+                crate::postgres::notify::start(s.pool(), &wake, kicks);
+                wake
+            }
+        }
+    }
+
+    /// Creates the missing lease rows of a group before a pop locks them.
+    /// Only PostgreSQL needs them to exist, to skip rows another broker
+    /// has locked ([`Conn::try_lock_lease`]); SQLite's claim creates them.
+    pub(crate) async fn create_lease_rows(&self, partition_ids: &[i64], group: &str) -> Result<()> {
+        match self {
+            Self::Sqlite(_) => Ok(()),
+            Self::Postgres(s) => {
+                crate::postgres::notify::create_lease_rows(s.pool(), partition_ids, group).await
+            }
+        }
+    }
+
     /// Closes every connection.
     pub(crate) async fn close(&self) {
         on_db!(self, s => s.close().await)
     }
 }
 
-impl AsConn for WriteTx {
-    fn conn(&mut self) -> Conn<'_> {
+impl WriteTx {
+    /// The connection the transaction's statements run on.
+    pub(crate) fn conn(&mut self) -> Conn<'_> {
         match self {
             Self::Sqlite(tx) => Db::Sqlite(&mut **tx),
             Self::Postgres(tx) => Db::Postgres(&mut **tx),
@@ -142,8 +165,9 @@ impl AsConn for WriteTx {
     }
 }
 
-impl AsConn for ReadConn {
-    fn conn(&mut self) -> Conn<'_> {
+impl ReadConn {
+    /// The connection the reads run on.
+    pub(crate) fn conn(&mut self) -> Conn<'_> {
         match self {
             Self::Sqlite(c) => Db::Sqlite(&mut **c),
             Self::Postgres(c) => Db::Postgres(&mut **c),
@@ -166,6 +190,34 @@ impl WriteTx {
 }
 
 impl Conn<'_> {
+    /// Whether every write transaction is serialised with every other
+    /// (SQLite's single writer): then nothing read in the transaction can
+    /// change under it, and a read need not be repeated after taking a lock.
+    pub(crate) fn serialized(&self) -> bool {
+        matches!(self, Self::Sqlite(_))
+    }
+
+    /// Locks the lease row of (partition, group) if nobody else holds its
+    /// lock, without waiting; `false` when it is locked (or missing). On
+    /// PostgreSQL this is how a pop skips the partitions another broker is
+    /// working on; where writes are serialised it is always `true`.
+    pub(crate) async fn try_lock_lease(&mut self, partition_id: i64, group: &str) -> Result<bool> {
+        match self {
+            Self::Sqlite(_) => Ok(true),
+            Self::Postgres(c) => {
+                let row: Option<i64> = sqlx::query_scalar(
+                    "SELECT partition_id FROM consumer_leases \
+                     WHERE partition_id = $1 AND consumer_group = $2 FOR UPDATE SKIP LOCKED",
+                )
+                .bind(partition_id)
+                .bind(group)
+                .fetch_optional(&mut **c)
+                .await?;
+                Ok(row.is_some())
+            }
+        }
+    }
+
     /// The clause that locks the rows a `SELECT` reads until the
     /// transaction ends: PostgreSQL's `FOR UPDATE`; nothing on SQLite, whose
     /// single writer (`BEGIN IMMEDIATE`) already serialises every write

@@ -140,7 +140,7 @@ impl Writer {
     async fn append(&self, jobs: &[AppendJob]) -> Result<Vec<JobOutcome>> {
         let mut tx = self.store.begin_write().await?;
         let (outcomes, indexes) =
-            crate::append::append(&mut tx, jobs, self.clock.now_ms(), &self.cache).await?;
+            crate::append::append(&mut tx.conn(), jobs, self.clock.now_ms(), &self.cache).await?;
         tx.commit().await?;
         // Only what was committed may enter the cache.
         for (partition_id, index) in indexes {

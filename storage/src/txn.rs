@@ -13,8 +13,8 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::append::{append, AppendJob, Indexes, JobOutcome};
-use crate::backend::on_db;
-use crate::consume::{ack, validate_group, AckItem, AckResult, ConsumeTx};
+use crate::backend::Conn;
+use crate::consume::{ack, validate_group, AckItem, AckResult};
 use crate::dedup::DedupCache;
 use crate::error::{Result, StorageError};
 use crate::kv::{self, KvOutcome, KvPreconditionFailed, KvRequest, KvResult, Surface};
@@ -126,12 +126,7 @@ pub(crate) struct Ran {
 
 /// Runs a plan inside `tx` at `now`. The caller commits when the outcome is
 /// [`TxnOutcome::Committed`] and rolls back otherwise.
-pub(crate) async fn run<T: ConsumeTx>(
-    tx: &mut T,
-    plan: &TxnPlan,
-    now: i64,
-    cache: &DedupCache,
-) -> Result<Ran> {
+async fn run(tx: &mut Conn<'_>, plan: &TxnPlan, now: i64, cache: &DedupCache) -> Result<Ran> {
     let mut results: Vec<Option<TxnOpResult>> = vec![None; plan.operations];
     let rolled_back = |rollback, indexes| {
         Ok(Ran {
@@ -237,39 +232,25 @@ pub(crate) async fn run<T: ConsumeTx>(
     })
 }
 
-/// Expands to the `transaction` method of a store whose transaction type
-/// `$tx` implements every statement trait.
-macro_rules! transaction_statements {
-    ($store:ty, $tx:ident) => {
-        impl $store {
-            /// Runs a transaction plan in one write transaction; commits it
-            /// (returning the dedup indexes to the cache) or rolls it back.
-            /// Also returns the queues where a lease ended.
-            pub(crate) async fn transaction(
-                &self,
-                plan: &$crate::txn::TxnPlan,
-                now: i64,
-                cache: &$crate::dedup::DedupCache,
-            ) -> $crate::error::Result<($crate::txn::TxnOutcome, Vec<String>)> {
-                let mut tx = self.begin_write().await?;
-                let ran = $crate::txn::run(&mut $tx(&mut *tx), plan, now, cache).await?;
-                if matches!(ran.outcome, $crate::txn::TxnOutcome::Committed { .. }) {
-                    tx.commit().await?;
-                    for (partition_id, index) in ran.indexes {
-                        cache.put(partition_id, index);
-                    }
-                } else {
-                    tx.rollback().await?;
-                }
-                Ok((ran.outcome, ran.woken))
-            }
-        }
-    };
-}
-
-pub(crate) use transaction_statements;
-
 impl Engine {
+    /// Runs a transaction plan in one write transaction; commits it
+    /// (returning the dedup indexes to the cache) or rolls it back. Also
+    /// returns the queues where a lease ended.
+    async fn run_plan(&self, plan: &TxnPlan, now: i64) -> Result<(TxnOutcome, Vec<String>)> {
+        let cache = &self.inner.dedup;
+        let mut tx = self.inner.store.begin_write().await?;
+        let ran = run(&mut tx.conn(), plan, now, cache).await?;
+        if matches!(ran.outcome, TxnOutcome::Committed { .. }) {
+            tx.commit().await?;
+            for (partition_id, index) in ran.indexes {
+                cache.put(partition_id, index);
+            }
+        } else {
+            tx.rollback().await?;
+        }
+        Ok((ran.outcome, ran.woken))
+    }
+
     /// Runs a transaction (section 3.8): its pushes (with the same dedup as
     /// [`Engine::push`]), then its acks, then its KV ops, in one storage
     /// transaction. Either everything applies ([`TxnOutcome::Committed`])
@@ -308,9 +289,7 @@ impl Engine {
         for attempt in 0..2 {
             let plan = self.plan(&request, borrowed.as_deref()).await?;
             let now = self.inner.clock.now_ms();
-            let ran =
-                on_db!(&self.inner.store, s => s.transaction(&plan, now, &self.inner.dedup).await);
-            match ran {
+            match self.run_plan(&plan, now).await {
                 // A cached partition id went stale (its queue was deleted
                 // meanwhile): resolve the partitions afresh and run again.
                 Err(StorageError::PartitionNotFound(_)) if attempt == 0 => {

@@ -14,10 +14,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
 
-use super::{ConsumeTx, CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK_SPAN};
+use super::{CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK_SPAN};
+use crate::backend::Conn;
 use crate::error::Result;
 use crate::record::{decode_segment_range, Record};
-use crate::sql::segments;
+use crate::sql::{consume, dead_letters, segments};
 
 /// The dead-letter error text of a message whose retries ran out.
 const RETRIES_EXHAUSTED: &str = "Retries exhausted";
@@ -115,8 +116,8 @@ impl AckResult {
 /// Runs a whole request: items grouped by partition, partitions in
 /// ascending id order. Returns one result per item and the queues where a
 /// lease ended (their waiting pops are woken).
-pub(crate) async fn run<T: ConsumeTx>(
-    tx: &mut T,
+pub(crate) async fn run(
+    tx: &mut Conn<'_>,
     group: &str,
     items: &[AckItem],
     now: i64,
@@ -161,8 +162,8 @@ struct Found {
 
 /// Applies the items of one partition. Returns the queue name when a lease ended.
 #[allow(clippy::too_many_arguments)]
-async fn partition<T: ConsumeTx>(
-    tx: &mut T,
+async fn partition(
+    tx: &mut Conn<'_>,
     group: &str,
     partition_id: i64,
     items: &[AckItem],
@@ -171,13 +172,13 @@ async fn partition<T: ConsumeTx>(
     results: &mut [AckResult],
 ) -> Result<Option<String>> {
     let mut lease_row = None;
-    let mut read = tx.partition(partition_id, group).await?;
+    let mut read = consume::partition(tx, partition_id, group).await?;
     if read.is_some() {
         // The lease row is the (partition, group) lock; unless writes are
         // serialised anyway, the cursor is read again once it is held.
-        lease_row = Some(tx.lock_lease(partition_id, group).await?);
+        lease_row = Some(consume::lock_lease(tx, partition_id, group).await?);
         if !tx.serialized() {
-            read = tx.partition(partition_id, group).await?;
+            read = consume::partition(tx, partition_id, group).await?;
         }
     }
     let (Some((part, stored)), Some(mut lease)) = (read, lease_row) else {
@@ -361,18 +362,21 @@ async fn partition<T: ConsumeTx>(
             } else {
                 RETRIES_EXHAUSTED
             };
-            tx.file_dead_letter(&NewDeadLetter {
-                queue_id: part.queue_id,
-                partition_id,
-                group,
-                offset,
-                transaction_id: items[i].transaction_id.clone(),
-                error: Some(items[i].error.as_deref().unwrap_or(default_error)),
-                retry_count: charged,
-                created_at: *created_at,
-                failed_at: now,
-                record: bytes,
-            })
+            dead_letters::file(
+                tx,
+                &NewDeadLetter {
+                    queue_id: part.queue_id,
+                    partition_id,
+                    group,
+                    offset,
+                    transaction_id: items[i].transaction_id.clone(),
+                    error: Some(items[i].error.as_deref().unwrap_or(default_error)),
+                    retry_count: charged,
+                    created_at: *created_at,
+                    failed_at: now,
+                    record: bytes,
+                },
+            )
             .await?;
             results[i].dlq = true;
         }
@@ -382,7 +386,7 @@ async fn partition<T: ConsumeTx>(
     }
 
     if next != cursor || stored.is_none() {
-        tx.save_cursor(partition_id, group, next, now).await?;
+        consume::save_cursor(tx, partition_id, group, next, now).await?;
     }
     if release {
         lease = if rest_until > now {
@@ -398,7 +402,7 @@ async fn partition<T: ConsumeTx>(
                 ..lease
             }
         };
-        tx.save_lease(partition_id, group, &lease).await?;
+        consume::save_lease(tx, partition_id, group, &lease).await?;
         for (&i, verdict) in indexes.iter().zip(&verdicts) {
             if verdict.is_some() {
                 results[i].lease_released = true;
@@ -411,8 +415,8 @@ async fn partition<T: ConsumeTx>(
 
 /// Reads the segments of `[lo, hi)` until every wanted transaction id has
 /// an offset at or after the cursor `c` (or the stretch ends).
-async fn resolve<T: ConsumeTx>(
-    tx: &mut T,
+async fn resolve(
+    tx: &mut Conn<'_>,
     partition_id: i64,
     lo: i64,
     hi: i64,
@@ -424,7 +428,7 @@ async fn resolve<T: ConsumeTx>(
     if next >= hi || unresolved == 0 {
         return Ok(());
     }
-    segments::scan(&mut tx.conn(), partition_id, lo, |segment| {
+    segments::scan(tx, partition_id, lo, |segment| {
         let base = segment.base_offset;
         let created_at = segment.created_at;
         let end = segment.end();

@@ -4,16 +4,18 @@
 //! where its subscription (stored per queue at registration) says: `all`
 //! at the oldest stored message, `new` and `from` at the first message
 //! created at or after the subscription's start time. Registration seeds
-//! the existing partitions itself (see `register` in `sql`), so this only
+//! the existing partitions itself (see `register` in `sql/consume.rs`), so this only
 //! decides for partitions created later, or for a group whose
 //! subscription was deleted meanwhile (which then follows the request).
 
-use super::{ConsumeTx, PartitionState, SubscriptionMode, QUEUE_MODE_GROUP};
+use super::{PartitionState, SubscriptionMode, QUEUE_MODE_GROUP};
+use crate::backend::Conn;
 use crate::error::Result;
+use crate::sql::consume;
 
 /// The committed offset (next to consume) a new cursor starts at.
-pub(crate) async fn seed<T: ConsumeTx>(
-    tx: &mut T,
+pub(crate) async fn seed(
+    tx: &mut Conn<'_>,
     part: &PartitionState,
     partition_id: i64,
     group: &str,
@@ -22,7 +24,7 @@ pub(crate) async fn seed<T: ConsumeTx>(
     if group == QUEUE_MODE_GROUP {
         return Ok(part.log_start);
     }
-    let start = match tx.subscription_start(part.queue_id, group).await? {
+    let start = match consume::subscription_start(tx, part.queue_id, group).await? {
         Some(start) => start,
         None => match requested {
             SubscriptionMode::All => None,
@@ -32,8 +34,7 @@ pub(crate) async fn seed<T: ConsumeTx>(
     };
     match start {
         None => Ok(part.log_start),
-        Some(at) => Ok(tx
-            .first_offset_at(partition_id, at)
+        Some(at) => Ok(consume::first_offset_at(tx, partition_id, at)
             .await?
             .unwrap_or(part.next_offset)
             .max(part.log_start)),

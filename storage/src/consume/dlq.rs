@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use crate::error::Result;
 use crate::record::Record;
+use crate::sql::dead_letters::DeadLetterRow;
 use crate::Engine;
 
 /// Which dead letters to list.
@@ -64,44 +65,19 @@ pub struct DeadLetterPage {
     pub total: i64,
 }
 
-/// A `dead_letters` row as the listing selects it.
-pub(crate) type DeadLetterRow = (
-    String,
-    String,
-    i64,
-    String,
-    i64,
-    Option<String>,
-    i64,
-    i64,
-    i64,
-    Vec<u8>,
-);
-
+/// A stored dead letter, its message decoded.
 pub(crate) fn dead_letter(row: DeadLetterRow) -> Result<DeadLetter> {
-    let (
-        queue,
-        partition,
-        partition_id,
-        group,
-        offset,
-        error_message,
-        retry_count,
-        created,
-        failed,
-        record,
-    ) = row;
-    let mut bytes = Bytes::from(record);
+    let mut bytes = Bytes::from(row.record);
     Ok(DeadLetter {
-        queue,
-        partition,
-        partition_id,
-        group,
-        offset,
-        error_message,
-        retry_count,
-        created_at_ms: created,
-        failed_at_ms: failed,
+        queue: row.queue,
+        partition: row.partition,
+        partition_id: row.partition_id,
+        group: row.consumer_group,
+        offset: row.message_offset,
+        error_message: row.error_message,
+        retry_count: row.retry_count,
+        created_at_ms: row.message_created_at,
+        failed_at_ms: row.failed_at,
         record: Record::decode(&mut bytes)?,
     })
 }
@@ -109,7 +85,7 @@ pub(crate) fn dead_letter(row: DeadLetterRow) -> Result<DeadLetter> {
 impl Engine {
     /// A page of a queue's dead letters, newest first.
     pub async fn dead_letters(&self, query: &DeadLetterQuery) -> Result<DeadLetterPage> {
-        let (rows, total) = self.inner.store.dead_letters(query).await?;
+        let (rows, total) = crate::sql::dead_letters::page(&self.inner.store, query).await?;
         Ok(DeadLetterPage {
             letters: rows.into_iter().map(dead_letter).collect::<Result<_>>()?,
             total,

@@ -7,7 +7,6 @@ use std::collections::{BTreeSet, HashMap};
 use super::dlq::dead_letter;
 use super::validate_group;
 use crate::append::txn_hash;
-use crate::backend::AsConn;
 use crate::error::Result;
 use crate::model::QueueInfo;
 use crate::record::{decode_segment, Record};
@@ -138,12 +137,12 @@ impl Engine {
         queue: Option<&str>,
     ) -> Result<Vec<GroupPosition>> {
         let now = self.inner.clock.now_ms();
-        self.inner.store.positions(group, queue, now).await
+        sql::groups::positions(&self.inner.store, group, queue, now).await
     }
 
     /// Every stored subscription, optionally of one group.
     pub async fn subscriptions(&self, group: Option<&str>) -> Result<Vec<Subscription>> {
-        self.inner.store.subscriptions(group).await
+        sql::groups::subscriptions(&self.inner.store, group).await
     }
 
     /// Deletes a group's positions and leases on one queue or everywhere;
@@ -156,11 +155,7 @@ impl Engine {
         metadata: bool,
     ) -> Result<u64> {
         validate_group(group)?;
-        let deleted = self
-            .inner
-            .store
-            .delete_group(group, queue, metadata)
-            .await?;
+        let deleted = sql::groups::delete(&self.inner.store, group, queue, metadata).await?;
         if metadata {
             self.inner.consume.registered().retain(|(_, g)| g != group);
         }
@@ -173,7 +168,7 @@ impl Engine {
     pub async fn seek(&self, group: &str, queue: &str, at: Option<i64>) -> Result<Option<u64>> {
         validate_group(group)?;
         let now = self.inner.clock.now_ms();
-        let updated = self.inner.store.seek(group, queue, at, now).await?;
+        let updated = sql::groups::seek(&self.inner.store, group, queue, at, now).await?;
         if updated.is_some() {
             self.announce(queue);
         }
@@ -184,7 +179,7 @@ impl Engine {
     /// has not touched yet start there). Returns how many were rewritten.
     pub async fn set_subscription_start(&self, group: &str, at_ms: i64) -> Result<u64> {
         validate_group(group)?;
-        self.inner.store.set_subscription_start(group, at_ms).await
+        sql::groups::set_subscription_start(&self.inner.store, group, at_ms).await
     }
 
     /// The depth of every partition of a queue, for `group` or (without one)
@@ -198,11 +193,8 @@ impl Engine {
             return Ok(None);
         };
         let now = self.inner.clock.now_ms();
-        let positions = self.inner.store.positions(group, Some(queue), now).await?;
-        let dead: HashMap<i64, i64> = self
-            .inner
-            .store
-            .dead_letter_counts(info.id, group)
+        let positions = sql::groups::positions(&self.inner.store, group, Some(queue), now).await?;
+        let dead: HashMap<i64, i64> = sql::dead_letters::counts(&self.inner.store, info.id, group)
             .await?
             .into_iter()
             .collect();
@@ -248,12 +240,11 @@ impl Engine {
     ) -> Result<Option<MessageView>> {
         let store = &self.inner.store;
         let Some((queue, partition, log_start, next_offset)) =
-            store.partition_ref(partition_id).await?
+            sql::consume::partition_ref(store, partition_id).await?
         else {
             return Ok(None);
         };
-        if let Some(row) = store
-            .dead_letters_of(partition_id, transaction_id)
+        if let Some(row) = sql::dead_letters::of_message(store, partition_id, transaction_id)
             .await?
             .into_iter()
             .next()
@@ -277,7 +268,7 @@ impl Engine {
             return Ok(None);
         };
         let now = self.inner.clock.now_ms();
-        let positions = store.positions(None, Some(&queue), now).await?;
+        let positions = sql::groups::positions(store, None, Some(&queue), now).await?;
         let groups: BTreeSet<&str> = positions.iter().map(|p| p.group.as_str()).collect();
         let slowest = slowest(&positions, &groups, partition_id);
         let (state, retry_count, lease) = match slowest {

@@ -28,19 +28,16 @@
 
 pub(crate) mod ack;
 pub(crate) mod cursor;
-mod dispatch;
 pub(crate) mod dlq;
 pub(crate) mod groups;
 pub(crate) mod lease;
 pub(crate) mod pop;
-pub(crate) mod sql;
 pub(crate) mod wake;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::backend::AsConn;
 use crate::error::{Result, StorageError};
 use crate::options::QueueOptions;
 use crate::record::Record;
@@ -226,7 +223,7 @@ pub(crate) struct CursorRow {
 }
 
 /// The lease row of a (partition, group).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, sqlx::FromRow)]
 pub(crate) struct LeaseRow {
     pub lease_id: Option<String>,
     pub expires_at: i64,
@@ -256,59 +253,6 @@ pub(crate) struct NewDeadLetter<'a> {
     pub created_at: i64,
     pub failed_at: i64,
     pub record: Vec<u8>,
-}
-
-/// The statements the pop and ack transactions run. Both backends
-/// implement them with the same SQL (see `sql`); the row locks differ.
-pub(crate) trait ConsumeTx: AsConn {
-    /// Whether every write transaction is serialised with every other
-    /// (SQLite's single writer): then nothing read in the transaction can
-    /// change under it, and a read need not be repeated after taking a lock.
-    fn serialized(&self) -> bool;
-    /// Locks the lease row of (partition, group) if nobody else holds its
-    /// lock, without waiting; `false` when it is locked (or missing). Where
-    /// writes are serialised anyway this is always `true`.
-    async fn try_lock(&mut self, partition_id: i64, group: &str) -> Result<bool>;
-    /// Claims the lease row of (partition, group) when it is free at `now`
-    /// (missing, released or expired), locking it until commit. `None` when
-    /// another lease is live.
-    async fn claim(
-        &mut self,
-        partition_id: i64,
-        group: &str,
-        lease_id: &str,
-        expires_at: i64,
-        now: i64,
-    ) -> Result<Option<LeaseRow>>;
-    /// Locks the lease row of (partition, group), creating a free one if missing.
-    async fn lock_lease(&mut self, partition_id: i64, group: &str) -> Result<LeaseRow>;
-    /// Writes the lease row back.
-    async fn save_lease(&mut self, partition_id: i64, group: &str, lease: &LeaseRow) -> Result<()>;
-    /// The partition, its queue, and the group's cursor on it.
-    async fn partition(
-        &mut self,
-        partition_id: i64,
-        group: &str,
-    ) -> Result<Option<(PartitionState, Option<CursorRow>)>>;
-    /// Stores the group's position natively (Kafka metadata cleared).
-    async fn save_cursor(
-        &mut self,
-        partition_id: i64,
-        group: &str,
-        cursor: CursorRow,
-        now: i64,
-    ) -> Result<()>;
-    /// The first offset of the partition created at or after `at`.
-    async fn first_offset_at(&mut self, partition_id: i64, at: i64) -> Result<Option<i64>>;
-    /// The group's stored subscription on the queue: its start time, if
-    /// any. `None` when the group has no subscription row.
-    async fn subscription_start(
-        &mut self,
-        queue_id: i64,
-        group: &str,
-    ) -> Result<Option<Option<i64>>>;
-    /// Files a dead letter (a repeat of the same offset replaces it).
-    async fn file_dead_letter(&mut self, letter: &NewDeadLetter<'_>) -> Result<()>;
 }
 
 /// Checks a consumer-group name: non-empty and bounded.
@@ -367,7 +311,11 @@ impl Engine {
     pub async fn ack(&self, group: &str, items: Vec<AckItem>) -> Result<Vec<AckResult>> {
         validate_group(group)?;
         let now = self.inner.clock.now_ms();
-        let (results, woken) = self.inner.store.ack(group, &items, now).await?;
+        // One write transaction, partitions in ascending id order (so
+        // concurrent requests never deadlock).
+        let mut tx = self.inner.store.begin_write().await?;
+        let (results, woken) = ack::run(&mut tx.conn(), group, &items, now).await?;
+        tx.commit().await?;
         for queue in woken {
             self.inner.consume.wake.announce(&queue);
         }
@@ -380,7 +328,7 @@ impl Engine {
     pub async fn extend_lease(&self, lease_id: &str, seconds: i64) -> Result<LeaseExtension> {
         let now = self.inner.clock.now_ms();
         let until = now.saturating_add(seconds.max(0).saturating_mul(1000));
-        self.inner.store.extend_lease(lease_id, until, now).await
+        crate::sql::consume::extend_lease(&self.inner.store, lease_id, until, now).await
     }
 
     /// Wakes the long polls waiting on `queue`, here and on other brokers.

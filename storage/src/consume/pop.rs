@@ -14,13 +14,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{
-    cursor, lease_seconds, validate_group, ConsumeTx, CursorRow, LeaseRow, PopOutcome, PopRequest,
+    cursor, lease_seconds, validate_group, CursorRow, LeaseRow, PopOutcome, PopRequest,
     PoppedMessage, SubscriptionMode, MAX_POP_BATCH, MAX_POP_PARTITIONS, QUEUE_MODE_GROUP,
 };
+use crate::backend::Conn;
 use crate::error::Result;
 use crate::options::QueueOptions;
 use crate::record::decode_segment_range;
-use crate::sql::segments;
+use crate::sql::{consume, segments};
 use crate::Engine;
 /// How long a waiting pop sleeps at most before it looks again when
 /// messages exist but time-based rules (delay, window buffer) hold them.
@@ -180,7 +181,7 @@ async fn attempt(
     batch: usize,
 ) -> Result<(PopOutcome, Option<Duration>)> {
     let store = &engine.inner.store;
-    let Some((queue_id, options)) = store.queue_ref(&request.queue).await? else {
+    let Some((queue_id, options)) = consume::queue_ref(store, &request.queue).await? else {
         return Ok((PopOutcome::default(), None));
     };
     let now = engine.inner.clock.now_ms();
@@ -201,7 +202,7 @@ async fn attempt(
         visible_before: (options.delayed_processing > 0)
             .then(|| now.saturating_sub(options.delayed_processing.saturating_mul(1000))),
     };
-    let listed = store.candidates(&filter).await?;
+    let listed = consume::candidates(store, &filter).await?;
     let missing: Vec<i64> = listed
         .iter()
         .filter(|(_, has)| !has)
@@ -213,7 +214,7 @@ async fn attempt(
     let mut candidates: Vec<i64> = listed.into_iter().map(|(id, _)| id).collect();
     let timed = options.window_buffer > 0 || options.delayed_processing > 0;
     if candidates.is_empty() {
-        let expiry = store.next_expiry(queue_id, &request.group, now).await?;
+        let expiry = consume::next_expiry(store, queue_id, &request.group, now).await?;
         let until_expiry = expiry.map(|e| Duration::from_millis((e - now).max(1) as u64));
         let recheck = match (until_expiry, timed) {
             (Some(d), true) => Some(d.min(RECHECK)),
@@ -241,7 +242,9 @@ async fn attempt(
         subscription: request.subscription,
         now,
     };
-    let outcome = store.pop(&job).await?;
+    let mut tx = store.begin_write().await?;
+    let outcome = run(&mut tx.conn(), &job).await?;
+    tx.commit().await?;
     let recheck = (outcome.messages.is_empty() && timed).then_some(RECHECK);
     Ok((outcome, recheck))
 }
@@ -259,11 +262,7 @@ async fn register(
     if engine.inner.consume.registered().contains(&key) {
         return Ok(());
     }
-    engine
-        .inner
-        .store
-        .register(queue_id, group, mode, now)
-        .await?;
+    consume::register(&engine.inner.store, queue_id, group, mode, now).await?;
     let mut registered = engine.inner.consume.registered();
     if registered.len() >= 100_000 {
         registered.clear();
@@ -274,7 +273,7 @@ async fn register(
 
 /// The pop transaction: claims candidates in order until `max_partitions`
 /// of them delivered something or the batch is full.
-pub(crate) async fn run<T: ConsumeTx>(tx: &mut T, job: &PopJob<'_>) -> Result<PopOutcome> {
+pub(crate) async fn run(tx: &mut Conn<'_>, job: &PopJob<'_>) -> Result<PopOutcome> {
     let mut outcome = PopOutcome::default();
     for &partition_id in &job.candidates {
         let budget = job.batch.saturating_sub(outcome.messages.len());
@@ -282,12 +281,18 @@ pub(crate) async fn run<T: ConsumeTx>(tx: &mut T, job: &PopJob<'_>) -> Result<Po
             break;
         }
         let expires_at = job.now.saturating_add(job.lease_ms);
-        if !tx.try_lock(partition_id, job.group).await? {
+        if !tx.try_lock_lease(partition_id, job.group).await? {
             continue; // another pop or ack is working on it right now
         }
-        let Some(lease) = tx
-            .claim(partition_id, job.group, job.lease_id, expires_at, job.now)
-            .await?
+        let Some(lease) = consume::claim(
+            tx,
+            partition_id,
+            job.group,
+            job.lease_id,
+            expires_at,
+            job.now,
+        )
+        .await?
         else {
             continue; // another consumer of the group holds it
         };
@@ -306,15 +311,15 @@ pub(crate) async fn run<T: ConsumeTx>(tx: &mut T, job: &PopJob<'_>) -> Result<Po
 /// Delivers up to `budget` messages of a claimed partition from the
 /// group's cursor and records the span under the lease (or, committing at
 /// delivery, moves the cursor past it and frees the lease).
-async fn deliver<T: ConsumeTx>(
-    tx: &mut T,
+async fn deliver(
+    tx: &mut Conn<'_>,
     job: &PopJob<'_>,
     partition_id: i64,
     lease: LeaseRow,
     expires_at: i64,
     budget: usize,
 ) -> Result<Vec<PoppedMessage>> {
-    let Some((part, stored)) = tx.partition(partition_id, job.group).await? else {
+    let Some((part, stored)) = consume::partition(tx, partition_id, job.group).await? else {
         return Ok(Vec::new()); // deleted since it was listed
     };
     let mut cursor = match stored {
@@ -342,7 +347,7 @@ async fn deliver<T: ConsumeTx>(
     // inside its delay ends the batch (every later one is younger).
     let mut taken: Vec<(i64, i64, crate::record::Record)> = Vec::new();
     let mut next = cursor.committed_offset;
-    segments::scan(&mut tx.conn(), partition_id, next, |segment| {
+    segments::scan(tx, partition_id, next, |segment| {
         let base = segment.base_offset;
         let created_at = segment.created_at;
         if visible_before.is_some_and(|v| created_at > v) {
@@ -380,14 +385,13 @@ async fn deliver<T: ConsumeTx>(
         || stored.map(|c| c.retry_count) != Some(cursor.retry_count);
     if taken.is_empty() {
         if moved {
-            tx.save_cursor(partition_id, job.group, cursor, job.now)
-                .await?;
+            consume::save_cursor(tx, partition_id, job.group, cursor, job.now).await?;
         }
         let free = LeaseRow {
             expires_at: 0,
             ..lease
         };
-        tx.save_lease(partition_id, job.group, &free).await?;
+        consume::save_lease(tx, partition_id, job.group, &free).await?;
         return Ok(Vec::new());
     }
 
@@ -408,18 +412,16 @@ async fn deliver<T: ConsumeTx>(
         delivered_to: lease.delivered_to.max(end),
         attempts: attempt,
     };
-    tx.save_lease(partition_id, job.group, &saved).await?;
+    consume::save_lease(tx, partition_id, job.group, &saved).await?;
     let retry_at_cursor = cursor.retry_count;
     if job.auto_ack {
         let committed = CursorRow {
             committed_offset: end,
             retry_count: 0,
         };
-        tx.save_cursor(partition_id, job.group, committed, job.now)
-            .await?;
+        consume::save_cursor(tx, partition_id, job.group, committed, job.now).await?;
     } else if moved {
-        tx.save_cursor(partition_id, job.group, cursor, job.now)
-            .await?;
+        consume::save_cursor(tx, partition_id, job.group, cursor, job.now).await?;
     }
     let lease_id = if job.auto_ack {
         String::new()

@@ -6,14 +6,14 @@ use serde_json::Value;
 
 use super::{KvEntry, KvExpiry, KvOp, KvOutcome, KvPreconditionFailed, KvReason, KvRequest};
 use super::{KvResult, KvRow, MAX_PREFIX_LIMIT};
-use crate::backend::AsConn;
+use crate::backend::Conn;
 use crate::error::{Result, StorageError};
 use crate::sql;
 
 /// Runs `ops` at `now`. `base` is added to an op's index in a failure (a
 /// transaction reports flat result indexes).
-pub(crate) async fn run<T: AsConn>(
-    tx: &mut T,
+pub(crate) async fn run(
+    tx: &mut Conn<'_>,
     ops: &[KvRequest],
     now: i64,
     base: usize,
@@ -26,7 +26,7 @@ pub(crate) async fn run<T: AsConn>(
         .collect();
     hashes.sort_unstable();
     hashes.dedup();
-    sql::kv::lock_keys(&mut tx.conn(), &hashes).await?;
+    sql::kv::lock_keys(tx, &hashes).await?;
 
     let mut results = Vec::with_capacity(ops.len());
     for (i, request) in ops.iter().enumerate() {
@@ -63,12 +63,12 @@ fn key_hash(ns: &str, key: &str) -> i64 {
     xxhash_rust::xxh3::xxh3_64(&bytes) as i64
 }
 
-async fn one<T: AsConn>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvResult> {
+async fn one(tx: &mut Conn<'_>, request: &KvRequest, now: i64) -> Result<KvResult> {
     let ns = request.ns.as_str();
     Ok(match &request.op {
         KvOp::Get { key } => KvResult::Get {
             key: key.clone(),
-            entry: sql::kv::get(&mut tx.conn(), ns, key, now)
+            entry: sql::kv::get(tx, ns, key, now)
                 .await?
                 .map(entry)
                 .transpose()?,
@@ -77,7 +77,7 @@ async fn one<T: AsConn>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvR
             let mut rows = Vec::new();
             let mut missing = Vec::new();
             for key in keys {
-                match sql::kv::get(&mut tx.conn(), ns, key, now).await? {
+                match sql::kv::get(tx, ns, key, now).await? {
                     Some(row) => rows.push(entry(row)?),
                     None => missing.push(key.clone()),
                 }
@@ -93,8 +93,7 @@ async fn one<T: AsConn>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvR
             let limit = (*limit).clamp(1, MAX_PREFIX_LIMIT);
             // One row more than asked says whether another page follows.
             let page = limit as i64 + 1;
-            let mut rows =
-                sql::kv::prefix(&mut tx.conn(), ns, prefix, after.as_deref(), page, now).await?;
+            let mut rows = sql::kv::prefix(tx, ns, prefix, after.as_deref(), page, now).await?;
             let truncated = rows.len() > limit;
             rows.truncate(limit);
             let next_after = if truncated {
@@ -124,7 +123,7 @@ async fn one<T: AsConn>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvR
             expiry,
             expect,
         } => {
-            let current = sql::kv::get(&mut tx.conn(), ns, key, now).await?;
+            let current = sql::kv::get(tx, ns, key, now).await?;
             if let Some(reason) = expect.and_then(|e| unmet(e, current.as_ref())) {
                 return refused(key, reason, current);
             }
@@ -139,7 +138,7 @@ async fn one<T: AsConn>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvR
             .await?
         }
         KvOp::PutIfAbsent { key, value, expiry } => {
-            let current = sql::kv::get(&mut tx.conn(), ns, key, now).await?;
+            let current = sql::kv::get(tx, ns, key, now).await?;
             if current.is_some() {
                 return refused(key, KvReason::Exists, current);
             }
@@ -154,14 +153,14 @@ async fn one<T: AsConn>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvR
             .await?
         }
         KvOp::Delete { key, expect } => {
-            let current = sql::kv::get(&mut tx.conn(), ns, key, now).await?;
+            let current = sql::kv::get(tx, ns, key, now).await?;
             if let Some(reason) = expect.and_then(|e| unmet(e, current.as_ref())) {
                 return refused(key, reason, current);
             }
             if current.is_none() {
                 return refused(key, KvReason::Absent, None);
             }
-            sql::kv::delete(&mut tx.conn(), ns, key).await?;
+            sql::kv::delete(tx, ns, key).await?;
             KvResult::Write {
                 key: key.clone(),
                 applied: true,
@@ -177,7 +176,7 @@ async fn one<T: AsConn>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvR
             max,
             expiry,
         } => {
-            let current = sql::kv::get(&mut tx.conn(), ns, key, now).await?;
+            let current = sql::kv::get(tx, ns, key, now).await?;
             let (base, expires) = match &current {
                 // An expired row counts as absent: it starts at zero with
                 // the op's expiry, which is what makes a window limiter work.
@@ -194,7 +193,7 @@ async fn one<T: AsConn>(tx: &mut T, request: &KvRequest, now: i64) -> Result<KvR
             write(tx, ns, key, next.to_string(), expires, now).await?
         }
         KvOp::Check { key, expect } => {
-            let current = sql::kv::get(&mut tx.conn(), ns, key, now).await?;
+            let current = sql::kv::get(tx, ns, key, now).await?;
             if let Some(reason) = unmet(*expect, current.as_ref()) {
                 return refused(key, reason, current);
             }
@@ -232,8 +231,8 @@ fn expires_at(expiry: KvExpiry, now: i64) -> Option<i64> {
 }
 
 /// Writes a row under a fresh version; answers what was written.
-async fn write<T: AsConn>(
-    tx: &mut T,
+async fn write(
+    tx: &mut Conn<'_>,
     ns: &str,
     key: &str,
     value: String,
@@ -243,11 +242,11 @@ async fn write<T: AsConn>(
     let row = KvRow {
         key: key.to_owned(),
         value,
-        version: tx.conn().next_kv_version().await?,
+        version: tx.next_kv_version().await?,
         expires_at,
         updated_at: now,
     };
-    sql::kv::upsert(&mut tx.conn(), ns, &row).await?;
+    sql::kv::upsert(tx, ns, &row).await?;
     Ok(KvResult::Write {
         key: key.to_owned(),
         applied: true,

@@ -428,7 +428,7 @@ impl Engine {
         validate(&ops, Surface::Call)?;
         let now = self.inner.clock.now_ms();
         let mut tx = self.inner.store.begin_write().await?;
-        let outcome = eval::run(&mut tx, &ops, now, 0).await?;
+        let outcome = eval::run(&mut tx.conn(), &ops, now, 0).await?;
         // Committed when it ran to the end, rolled back when a required op failed.
         match &outcome {
             KvOutcome::Done(_) => tx.commit().await?,

@@ -3,26 +3,14 @@
 //! `SELECT … FOR UPDATE`, so brokers never interleave inside a partition.
 
 pub(crate) mod append;
-mod consume;
+pub(crate) mod notify;
 
 use std::str::FromStr;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{PgConnection, PgPool, Postgres};
+use sqlx::PgPool;
 
-use crate::backend::{AsConn, Conn, Db};
 use crate::error::Result;
-
-/// A connection inside a transaction: every statement the engine runs in a
-/// transaction (appends, pops and acks, KV) is implemented on this one type,
-/// so a transaction of the HTTP API can run all of them together.
-pub(crate) struct Tx<'c>(pub(crate) &'c mut PgConnection);
-
-impl AsConn for Tx<'_> {
-    fn conn(&mut self) -> Conn<'_> {
-        Db::Postgres(&mut *self.0)
-    }
-}
 
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
@@ -43,16 +31,8 @@ impl PgStore {
         Ok(Self { pool })
     }
 
-    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Postgres>> {
-        Ok(self.pool.begin().await?)
-    }
-
     /// The pool every statement runs on.
     pub(crate) fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
-    fn reader(&self) -> &PgPool {
         &self.pool
     }
 
@@ -60,5 +40,3 @@ impl PgStore {
         self.pool.close().await;
     }
 }
-
-crate::txn::transaction_statements!(PgStore, Tx);

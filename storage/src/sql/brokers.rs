@@ -1,6 +1,6 @@
 //! The broker registry: which brokers share this database, and the cluster id.
 
-use crate::backend::{on_db, AsConn, Store};
+use crate::backend::{on_db, Store};
 use crate::error::Result;
 use crate::model::BrokerInfo;
 

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::backend::{on_db, AsConn, Conn, Store};
+use crate::backend::{on_db, Conn, Store};
 use crate::error::{Result, StorageError};
 use crate::log::LogBounds;
 use crate::model::{PartitionInfo, QueueInfo, DEFAULT_PARTITION};

@@ -2,7 +2,7 @@
 //! [`Conn::lock_key`] and versions drawn from [`Conn::next_kv_version`],
 //! which is where the backends differ.
 
-use crate::backend::{on_db, AsConn, Conn, Store};
+use crate::backend::{on_db, Conn, Store};
 use crate::error::Result;
 use crate::kv::KvRow;
 

@@ -4,12 +4,16 @@
 //! [`catalog`]: queues and partitions; [`segments`]: reading partitions
 //! back; [`dedup`]: the transaction-id sidecar; [`brokers`]: the broker
 //! registry; [`offsets`]: committed positions as Kafka groups see them;
-//! [`producers`]: Kafka producer ids and state; [`kv`]: the key/value store.
-//! The consumption statements are in `consume/sql.rs`.
+//! [`producers`]: Kafka producer ids and state; [`kv`]: the key/value store;
+//! [`consume`]: pops and acks (leases, cursors); [`groups`]: consumer groups'
+//! positions, subscriptions and admin; [`dead_letters`]: the DLQ.
 
 pub(crate) mod brokers;
 pub(crate) mod catalog;
+pub(crate) mod consume;
+pub(crate) mod dead_letters;
 pub(crate) mod dedup;
+pub(crate) mod groups;
 pub(crate) mod kv;
 pub(crate) mod offsets;
 pub(crate) mod producers;

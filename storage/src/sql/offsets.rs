@@ -1,7 +1,7 @@
 //! Committed offsets as Kafka groups see them: the `consumer_cursors` rows
 //! that native consumer groups move too.
 
-use crate::backend::{on_db, AsConn, Store};
+use crate::backend::{on_db, Store};
 use crate::consume::QUEUE_MODE_GROUP;
 use crate::error::Result;
 use crate::offsets::CommittedOffset;

@@ -1,6 +1,6 @@
 //! Kafka producer ids and per-partition producer state.
 
-use crate::backend::{on_db, AsConn, Conn, Store};
+use crate::backend::{on_db, Conn, Store};
 use crate::error::{Result, StorageError};
 use crate::producers::{pack, unpack, ProducerError, ProducerInfo, ProducerState};
 

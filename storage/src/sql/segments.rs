@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 use bytes::Bytes;
 use futures_util::TryStreamExt;
 
-use crate::backend::{on_db, AsConn, Conn, Store};
+use crate::backend::{on_db, Conn, Store};
 use crate::error::Result;
 use crate::model::StoredMessage;
 use crate::record::{decode_segment, Record};

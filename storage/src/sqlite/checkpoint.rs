@@ -132,7 +132,11 @@ mod tests {
         let wal = dir.path().join("wal.db-wal");
         let mut largest = 0;
         for _ in 0..512 {
-            let mut tx = store.begin_write().await.expect("begin");
+            let mut tx = store
+                .writer()
+                .begin_with("BEGIN IMMEDIATE")
+                .await
+                .expect("begin");
             sqlx::query("INSERT INTO filler (b) VALUES ($1)")
                 .bind(&blob)
                 .execute(&mut *tx)

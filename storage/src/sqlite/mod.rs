@@ -3,27 +3,14 @@
 
 pub(crate) mod append;
 mod checkpoint;
-mod consume;
 
 use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqliteConnection, SqlitePool};
+use sqlx::SqlitePool;
 
-use crate::backend::{AsConn, Conn, Db};
 use crate::error::Result;
-
-/// A connection inside a write transaction: every statement the engine
-/// runs in a transaction (appends, pops and acks, KV) is implemented on this
-/// one type, so a transaction of the HTTP API can run all of them together.
-pub(crate) struct Tx<'c>(pub(crate) &'c mut SqliteConnection);
-
-impl AsConn for Tx<'_> {
-    fn conn(&mut self) -> Conn<'_> {
-        Db::Sqlite(&mut *self.0)
-    }
-}
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -91,12 +78,6 @@ impl SqliteStore {
         &self.writer
     }
 
-    /// A write transaction that takes SQLite's write lock at once, so it never
-    /// has to upgrade a read lock (which fails instead of waiting).
-    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Sqlite>> {
-        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
-    }
-
     /// The read-only connections.
     pub(crate) fn reader(&self) -> &SqlitePool {
         &self.reader
@@ -109,5 +90,3 @@ impl SqliteStore {
         self.checkpointer.close().await;
     }
 }
-
-crate::txn::transaction_statements!(SqliteStore, Tx);

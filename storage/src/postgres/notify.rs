@@ -1,53 +1,47 @@
-//! The consumption statements on PostgreSQL. The SQL is shared (see
-//! `consume/sql.rs`): its upserts on `consumer_leases` take the row lock
-//! that serialises a (partition, group) across brokers. This file adds what
-//! only PostgreSQL has: waking the long polls of the other brokers with
-//! `NOTIFY`, and listening for theirs.
+//! What only PostgreSQL has for consumption: waking the long polls of the
+//! other brokers with `NOTIFY`, listening for theirs, and the lease rows a
+//! pop must find to skip the ones other brokers have locked.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
+use sqlx::PgPool;
 use tokio::sync::mpsc;
 
-use super::{PgStore, Tx};
-use crate::consume::sql::consume_statements;
 use crate::consume::wake::{Wake, CHANNEL};
 use crate::error::Result;
 
-consume_statements!(
-    PgStore,
-    Tx,
-    "SELECT partition_id FROM consumer_leases WHERE partition_id = $1 AND consumer_group = $2 FOR UPDATE SKIP LOCKED"
-);
+/// See [`crate::backend::Store::create_lease_rows`]: each missing row in a
+/// transaction of its own, so a pop then only locks rows that exist, and
+/// skips the ones another broker has locked instead of waiting (and
+/// deadlocking) on them.
+pub(crate) async fn create_lease_rows(
+    pool: &PgPool,
+    partition_ids: &[i64],
+    group: &str,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO consumer_leases (partition_id, consumer_group) \
+         SELECT id, $2 FROM UNNEST($1::bigint[]) AS id ORDER BY id ON CONFLICT DO NOTHING",
+    )
+    .bind(partition_ids)
+    .bind(group)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
 
-impl PgStore {
-    /// Creates the missing lease rows of a group, each in a transaction of
-    /// its own: a pop then only locks rows that exist, and skips the ones
-    /// another broker has locked instead of waiting (and deadlocking) on them.
-    pub(crate) async fn create_lease_rows(&self, partition_ids: &[i64], group: &str) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO consumer_leases (partition_id, consumer_group) \
-             SELECT id, $2 FROM UNNEST($1::bigint[]) AS id ORDER BY id ON CONFLICT DO NOTHING",
-        )
-        .bind(partition_ids)
-        .bind(group)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    /// Starts the two tasks that share wake-ups with the other brokers:
-    /// one sends this broker's announcements, one listens for theirs. Both
-    /// end when the engine is dropped or the pool is closed.
-    pub(crate) fn start_wake(&self, wake: &Arc<Wake>, kicks: mpsc::Receiver<()>) {
-        tokio::spawn(announce(self.pool.clone(), Arc::downgrade(wake), kicks));
-        tokio::spawn(listen(self.pool.clone(), Arc::downgrade(wake)));
-    }
+/// Starts the two tasks that share wake-ups with the other brokers: one
+/// sends this broker's announcements, one listens for theirs. Both end when
+/// the engine is dropped or the pool is closed.
+pub(crate) fn start(pool: &PgPool, wake: &Arc<Wake>, kicks: mpsc::Receiver<()>) {
+    tokio::spawn(announce(pool.clone(), Arc::downgrade(wake), kicks));
+    tokio::spawn(listen(pool.clone(), Arc::downgrade(wake)));
 }
 
 /// Sends every queue announced since the last round in one statement.
-async fn announce(pool: sqlx::PgPool, wake: Weak<Wake>, mut kicks: mpsc::Receiver<()>) {
+async fn announce(pool: PgPool, wake: Weak<Wake>, mut kicks: mpsc::Receiver<()>) {
     while kicks.recv().await.is_some() {
         let Some(queues) = wake.upgrade().map(|w| w.take_outbox()) else {
             return;
@@ -69,7 +63,7 @@ async fn announce(pool: sqlx::PgPool, wake: Weak<Wake>, mut kicks: mpsc::Receive
 }
 
 /// Wakes this broker's waiting pops on the other brokers' announcements.
-async fn listen(pool: sqlx::PgPool, wake: Weak<Wake>) {
+async fn listen(pool: PgPool, wake: Weak<Wake>) {
     loop {
         if pool.is_closed() || wake.strong_count() == 0 {
             return;

@@ -1,0 +1,377 @@
+//! Consumption: the statements of pops and acks (leases, cursors) and what
+//! a pop asks before it claims. Each (partition, group) has a lease row and
+//! a cursor row; on PostgreSQL the lease row is the (partition, group) lock
+//! across brokers ([`Conn::try_lock_lease`]), on SQLite the single writer
+//! serialises every write.
+
+use crate::backend::{on_db, Conn, Store};
+use crate::consume::pop::CandidateFilter;
+use crate::consume::{CursorRow, LeaseExtension, LeaseRow, PartitionState, SubscriptionMode};
+use crate::error::{Result, StorageError};
+use crate::options::QueueOptions;
+
+/// What the lease upserts return, as [`LeaseRow`] decodes it.
+const LEASE_COLUMNS: &str = "lease_id, expires_at, span_start, span_end, delivered_to, attempts";
+
+/// The queue options as stored (JSON).
+fn options(json: &str) -> Result<QueueOptions> {
+    serde_json::from_str(json).map_err(|e| StorageError::Corrupt(format!("queue options: {e}")))
+}
+
+/// A partition, its queue and a group's cursor, as [`partition`] selects them.
+#[derive(sqlx::FromRow)]
+struct PartitionCursorRow {
+    queue_id: i64,
+    queue: String,
+    partition: String,
+    next_offset: i64,
+    log_start: i64,
+    options: String,
+    committed_offset: Option<i64>,
+    retry_count: Option<i64>,
+}
+
+/// Claims the lease row of (partition, group) when it is free at `now`
+/// (missing, released or expired), locking it until commit. `None` when
+/// another lease is live.
+pub(crate) async fn claim(
+    conn: &mut Conn<'_>,
+    partition_id: i64,
+    group: &str,
+    lease_id: &str,
+    expires_at: i64,
+    now: i64,
+) -> Result<Option<LeaseRow>> {
+    let sql = format!(
+        "INSERT INTO consumer_leases (partition_id, consumer_group, lease_id, expires_at, claimed_at) \
+         VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
+         lease_id = excluded.lease_id, expires_at = excluded.expires_at, claimed_at = excluded.claimed_at \
+         WHERE consumer_leases.expires_at <= $5 RETURNING {LEASE_COLUMNS}"
+    );
+    Ok(on_db!(conn, c => sqlx::query_as(&sql)
+        .bind(partition_id)
+        .bind(group)
+        .bind(lease_id)
+        .bind(expires_at)
+        .bind(now)
+        .fetch_optional(&mut **c)
+        .await?))
+}
+
+/// Locks the lease row of (partition, group), creating a free one if missing.
+pub(crate) async fn lock_lease(
+    conn: &mut Conn<'_>,
+    partition_id: i64,
+    group: &str,
+) -> Result<LeaseRow> {
+    let sql = format!(
+        "INSERT INTO consumer_leases (partition_id, consumer_group) VALUES ($1, $2) \
+         ON CONFLICT (partition_id, consumer_group) DO UPDATE SET expires_at = consumer_leases.expires_at \
+         RETURNING {LEASE_COLUMNS}"
+    );
+    Ok(on_db!(conn, c => sqlx::query_as(&sql)
+        .bind(partition_id)
+        .bind(group)
+        .fetch_one(&mut **c)
+        .await?))
+}
+
+/// Writes the lease row back.
+pub(crate) async fn save_lease(
+    conn: &mut Conn<'_>,
+    partition_id: i64,
+    group: &str,
+    lease: &LeaseRow,
+) -> Result<()> {
+    on_db!(conn, c => {
+        sqlx::query(
+            "UPDATE consumer_leases SET lease_id = $3, expires_at = $4, span_start = $5, \
+             span_end = $6, delivered_to = $7, attempts = $8 \
+             WHERE partition_id = $1 AND consumer_group = $2",
+        )
+        .bind(partition_id)
+        .bind(group)
+        .bind(lease.lease_id.as_deref())
+        .bind(lease.expires_at)
+        .bind(lease.span_start)
+        .bind(lease.span_end)
+        .bind(lease.delivered_to)
+        .bind(lease.attempts)
+        .execute(&mut **c)
+        .await?;
+    });
+    Ok(())
+}
+
+/// The partition, its queue, and the group's cursor on it.
+pub(crate) async fn partition(
+    conn: &mut Conn<'_>,
+    partition_id: i64,
+    group: &str,
+) -> Result<Option<(PartitionState, Option<CursorRow>)>> {
+    let row: Option<PartitionCursorRow> = on_db!(conn, c => sqlx::query_as(
+        "SELECT q.id AS queue_id, q.name AS queue, p.name AS partition, p.next_offset, \
+         p.log_start, q.options, c.committed_offset, c.retry_count \
+         FROM partitions p JOIN queues q ON q.id = p.queue_id \
+         LEFT JOIN consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $2 \
+         WHERE p.id = $1",
+    )
+    .bind(partition_id)
+    .bind(group)
+    .fetch_optional(&mut **c)
+    .await?);
+    row.map(|r| {
+        let state = PartitionState {
+            queue_id: r.queue_id,
+            queue: r.queue,
+            partition: r.partition,
+            next_offset: r.next_offset,
+            log_start: r.log_start,
+            options: options(&r.options)?,
+        };
+        let cursor = r.committed_offset.map(|committed_offset| CursorRow {
+            committed_offset,
+            retry_count: r.retry_count.unwrap_or(0),
+        });
+        Ok((state, cursor))
+    })
+    .transpose()
+}
+
+/// Stores the group's position natively (Kafka metadata cleared).
+pub(crate) async fn save_cursor(
+    conn: &mut Conn<'_>,
+    partition_id: i64,
+    group: &str,
+    cursor: CursorRow,
+    now: i64,
+) -> Result<()> {
+    on_db!(conn, c => {
+        sqlx::query(
+            "INSERT INTO consumer_cursors \
+             (partition_id, consumer_group, committed_offset, retry_count, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $5) \
+             ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
+             committed_offset = excluded.committed_offset, retry_count = excluded.retry_count, \
+             metadata = NULL, leader_epoch = NULL, updated_at = excluded.updated_at",
+        )
+        .bind(partition_id)
+        .bind(group)
+        .bind(cursor.committed_offset)
+        .bind(cursor.retry_count)
+        .bind(now)
+        .execute(&mut **c)
+        .await?;
+    });
+    Ok(())
+}
+
+/// The first offset of the partition created at or after `at`.
+pub(crate) async fn first_offset_at(
+    conn: &mut Conn<'_>,
+    partition_id: i64,
+    at: i64,
+) -> Result<Option<i64>> {
+    Ok(on_db!(conn, c => sqlx::query_scalar(
+        "SELECT base_offset FROM segments WHERE partition_id = $1 AND created_at >= $2 \
+         ORDER BY created_at, base_offset LIMIT 1",
+    )
+    .bind(partition_id)
+    .bind(at)
+    .fetch_optional(&mut **c)
+    .await?))
+}
+
+/// The start time of the group's subscription on the queue: `None` when
+/// not subscribed, `Some(None)` when it starts at the oldest message.
+pub(crate) async fn subscription_start(
+    conn: &mut Conn<'_>,
+    queue_id: i64,
+    group: &str,
+) -> Result<Option<Option<i64>>> {
+    Ok(on_db!(conn, c => sqlx::query_scalar(
+        "SELECT start_at FROM consumer_subscriptions WHERE queue_id = $1 AND consumer_group = $2",
+    )
+    .bind(queue_id)
+    .bind(group)
+    .fetch_optional(&mut **c)
+    .await?))
+}
+
+/// The id and options of a queue, without its partitions.
+pub(crate) async fn queue_ref(store: &Store, name: &str) -> Result<Option<(i64, QueueOptions)>> {
+    let row: Option<(i64, String)> = on_db!(store.reader(), pool => sqlx::query_as(
+        "SELECT id, options FROM queues WHERE name = $1",
+    )
+    .bind(name)
+    .fetch_optional(pool)
+    .await?);
+    row.map(|(id, json)| Ok((id, options(&json)?))).transpose()
+}
+
+/// Registers a named group's subscription on a queue unless it exists; a
+/// `new` or `from` registration seeds the group's cursor on every existing
+/// partition, so "new" means new relative to this moment. Returns whether
+/// it registered.
+pub(crate) async fn register(
+    store: &Store,
+    queue_id: i64,
+    group: &str,
+    mode: SubscriptionMode,
+    now: i64,
+) -> Result<bool> {
+    let start_at = match mode {
+        SubscriptionMode::All => None,
+        SubscriptionMode::New => Some(now),
+        SubscriptionMode::From(at) => Some(at),
+    };
+    let start = match mode {
+        SubscriptionMode::All => None,
+        SubscriptionMode::New => Some("p.next_offset"),
+        SubscriptionMode::From(_) => Some(
+            "COALESCE((SELECT s.base_offset FROM segments s WHERE s.partition_id = p.id \
+             AND s.created_at >= $4 ORDER BY s.created_at, s.base_offset LIMIT 1), p.next_offset)",
+        ),
+    };
+    let mut tx = store.begin_write().await?;
+    let registered = on_db!(tx.conn(), c => {
+        let inserted: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO consumer_subscriptions (queue_id, consumer_group, mode, start_at, created_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING queue_id",
+        )
+        .bind(queue_id)
+        .bind(group)
+        .bind(mode.name())
+        .bind(start_at)
+        .bind(now)
+        .fetch_optional(&mut *c)
+        .await?;
+        if let (Some(_), Some(start)) = (inserted, start) {
+            sqlx::query(&format!(
+                "INSERT INTO consumer_cursors \
+                 (partition_id, consumer_group, committed_offset, retry_count, created_at, updated_at) \
+                 SELECT p.id, $2, {start}, 0, $3, $3 FROM partitions p WHERE p.queue_id = $1 \
+                 ON CONFLICT DO NOTHING"
+            ))
+            .bind(queue_id)
+            .bind(group)
+            .bind(now)
+            .bind(start_at.unwrap_or(0))
+            .execute(&mut *c)
+            .await?;
+        }
+        inserted.is_some()
+    });
+    if registered {
+        tx.commit().await?;
+    }
+    Ok(registered)
+}
+
+/// Partitions of the queue the group could claim now: messages after its
+/// cursor, no live lease, and (when the queue asks) quiet for the window
+/// buffer and old enough for the delay. Least recently claimed first; each
+/// with whether its lease row exists.
+pub(crate) async fn candidates(
+    store: &Store,
+    filter: &CandidateFilter<'_>,
+) -> Result<Vec<(i64, bool)>> {
+    let mut sql = String::from(
+        "SELECT p.id, l.partition_id IS NOT NULL FROM partitions p \
+         LEFT JOIN consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $2 \
+         LEFT JOIN consumer_leases l ON l.partition_id = p.id AND l.consumer_group = $2 \
+         WHERE p.queue_id = $1 AND p.next_offset > p.log_start \
+         AND p.next_offset > COALESCE(c.committed_offset, 0) \
+         AND (l.expires_at IS NULL OR l.expires_at <= $3)",
+    );
+    if filter.partition.is_some() {
+        sql.push_str(" AND p.name = $5");
+    }
+    if filter.quiet_since.is_some() {
+        sql.push_str(" AND p.last_created_at <= $6");
+    }
+    if filter.visible_before.is_some() {
+        // Creation times grow with offsets, so the partition is visible
+        // when the segment at its cursor is old enough.
+        sql.push_str(
+            " AND (SELECT s.created_at FROM segments s WHERE s.partition_id = p.id \
+             AND s.base_offset <= CASE WHEN c.committed_offset IS NULL \
+             OR c.committed_offset < p.log_start THEN p.log_start ELSE c.committed_offset END \
+             ORDER BY s.base_offset DESC LIMIT 1) <= $7",
+        );
+    }
+    sql.push_str(" ORDER BY COALESCE(l.claimed_at, 0), p.id LIMIT $4");
+    Ok(on_db!(store.reader(), pool => sqlx::query_as(&sql)
+        .bind(filter.queue_id)
+        .bind(filter.group)
+        .bind(filter.now)
+        .bind(filter.limit)
+        .bind(filter.partition.unwrap_or(""))
+        .bind(filter.quiet_since.unwrap_or(0))
+        .bind(filter.visible_before.unwrap_or(0))
+        .fetch_all(pool)
+        .await?))
+}
+
+/// The earliest time a live lease of the group on a partition with pending
+/// messages expires: when a waiting pop should look again.
+pub(crate) async fn next_expiry(
+    store: &Store,
+    queue_id: i64,
+    group: &str,
+    now: i64,
+) -> Result<Option<i64>> {
+    Ok(on_db!(store.reader(), pool => sqlx::query_scalar(
+        "SELECT MIN(l.expires_at) FROM consumer_leases l \
+         JOIN partitions p ON p.id = l.partition_id \
+         LEFT JOIN consumer_cursors c ON c.partition_id = l.partition_id AND c.consumer_group = $2 \
+         WHERE p.queue_id = $1 AND l.consumer_group = $2 AND l.expires_at > $3 \
+         AND p.next_offset > COALESCE(c.committed_offset, 0)",
+    )
+    .bind(queue_id)
+    .bind(group)
+    .bind(now)
+    .fetch_one(pool)
+    .await?))
+}
+
+/// Extends the live leases named `lease_id` to at least `until`.
+pub(crate) async fn extend_lease(
+    store: &Store,
+    lease_id: &str,
+    until: i64,
+    now: i64,
+) -> Result<LeaseExtension> {
+    let mut tx = store.begin_write().await?;
+    let expiries: Vec<i64> = on_db!(tx.conn(), c => sqlx::query_scalar(
+        "UPDATE consumer_leases SET expires_at = \
+         CASE WHEN expires_at < $2 THEN $2 ELSE expires_at END \
+         WHERE lease_id = $1 AND expires_at > $3 RETURNING expires_at",
+    )
+    .bind(lease_id)
+    .bind(until)
+    .bind(now)
+    .fetch_all(c)
+    .await?);
+    tx.commit().await?;
+    Ok(LeaseExtension {
+        renewed: expiries.len(),
+        expires_at_ms: expiries.into_iter().min(),
+    })
+}
+
+/// The queue and partition names of a partition id, with its offsets
+/// (log start, next offset).
+pub(crate) async fn partition_ref(
+    store: &Store,
+    partition_id: i64,
+) -> Result<Option<(String, String, i64, i64)>> {
+    Ok(on_db!(store.reader(), pool => sqlx::query_as(
+        "SELECT q.name, p.name, p.log_start, p.next_offset FROM partitions p \
+         JOIN queues q ON q.id = p.queue_id WHERE p.id = $1",
+    )
+    .bind(partition_id)
+    .fetch_optional(pool)
+    .await?))
+}
