@@ -1,8 +1,6 @@
 //! What every handler of this broker can reach: the engine, the settings,
-//! this broker's identity, and a cache that resolves Kafka names to
-//! partitions.
+//! this broker's identity, and Kafka names resolved to partitions.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -47,7 +45,6 @@ pub struct Broker {
     /// The live brokers as last read, and when: coordinator checks run on
     /// every group request and need not each read the registry.
     live: Mutex<Option<(tokio::time::Instant, Vec<BrokerInfo>)>>,
-    partitions: Mutex<HashMap<(String, i32), i64>>,
     /// KiB of request frames in flight, across connections.
     in_flight: Arc<Semaphore>,
     budget_kib: usize,
@@ -68,7 +65,6 @@ impl Broker {
             node_id,
             cluster_id,
             live: Mutex::new(None),
-            partitions: Mutex::new(HashMap::new()),
             in_flight: Arc::new(Semaphore::new(budget_kib)),
             budget_kib,
         })
@@ -207,39 +203,21 @@ impl Broker {
             .map(|q| q.name))
     }
 
-    /// The id of partition `index` of `topic`, from the cache or the
-    /// database; `None` when there is no such partition.
+    /// The id of partition `index` of `topic` (created with the broker's
+    /// defaults when `create` and auto-creation allow); `None` when there is
+    /// no such partition.
     pub async fn partition_id(
         &self,
         topic: &str,
         index: i32,
         create: bool,
     ) -> Result<Option<i64>, StorageError> {
-        let key = (topic.to_owned(), index);
-        if let Some(&id) = self.cache().get(&key) {
+        if let Some(id) = self.engine.kafka_partition(topic, index).await? {
             return Ok(Some(id));
         }
-        let Some(info) = self.topic(topic, create).await? else {
-            return Ok(None);
-        };
-        let mut cache = self.cache();
-        if cache.len() > 100_000 {
-            cache.clear();
+        if create && self.topic(topic, true).await?.is_some() {
+            return self.engine.kafka_partition(topic, index).await;
         }
-        for p in &info.partitions {
-            cache.insert((topic.to_owned(), p.kafka_index), p.id);
-        }
-        Ok(cache.get(&key).copied())
-    }
-
-    /// Forgets what is cached of a topic (it was deleted or found stale).
-    pub fn forget(&self, topic: &str) {
-        self.cache().retain(|(t, _), _| t != topic);
-    }
-
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<(String, i32), i64>> {
-        self.partitions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        Ok(None)
     }
 }

@@ -43,6 +43,7 @@ mod log;
 pub mod model;
 pub mod offsets;
 pub mod options;
+mod partitions;
 mod postgres;
 pub mod producers;
 pub mod record;
@@ -52,7 +53,7 @@ mod topics;
 mod txn;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use consume::{
@@ -83,9 +84,6 @@ use committer::Committer;
 /// bytes each): past it, the largest partitions read their window afresh.
 const DEDUP_CACHE_HASHES: usize = 2_000_000;
 
-/// Bound on the cache of partition ids; past it the cache starts afresh.
-const PARTITION_CACHE_LIMIT: usize = 100_000;
-
 /// The storage engine. Cheap to clone; every clone shares one connection pool
 /// and one set of writer tasks.
 #[derive(Debug, Clone)]
@@ -101,9 +99,8 @@ struct Inner {
     /// The dedup window indexes shared by the committer and transactions.
     dedup: Arc<dedup::DedupCache>,
     consume: consume::ConsumeState,
-    /// (queue, partition) -> partition id. Only saves a round trip: a stale
-    /// entry is detected by the append (the partition row is gone) and retried.
-    partitions: Mutex<HashMap<(String, String), i64>>,
+    /// Partition ids by name and by Kafka index.
+    partitions: partitions::PartitionCache,
 }
 
 /// The items of one request that go to one partition.
@@ -139,7 +136,7 @@ impl Engine {
                 clock,
                 dedup: cache,
                 consume,
-                partitions: Mutex::new(HashMap::new()),
+                partitions: Default::default(),
             }),
         })
     }
@@ -173,7 +170,7 @@ impl Engine {
     /// Deletes a queue with everything in it; returns whether it existed.
     pub async fn delete_queue(&self, name: &str) -> Result<bool> {
         let existed = sql::catalog::delete_queue(&self.inner.store, name).await?;
-        self.cache().retain(|(queue, _), _| queue != name);
+        self.inner.partitions.forget_queue(name);
         Ok(existed)
     }
 
@@ -254,8 +251,7 @@ impl Engine {
                 JobOutcome::Refused(e) => return Err(e.into()),
                 JobOutcome::PartitionGone(records) => {
                     tracing::debug!(attempt, queue = %group.queue, "partition vanished; resolving again");
-                    self.cache()
-                        .remove(&(group.queue.clone(), group.partition.clone()));
+                    self.inner.partitions.forget_queue(&group.queue);
                     (partition_id, answer) = self.submit(group, records).await?;
                 }
             }
@@ -265,8 +261,7 @@ impl Engine {
 
     /// The id of a partition, creating the queue and partition if missing.
     async fn partition_id(&self, queue: &str, partition: &str) -> Result<i64> {
-        let key = (queue.to_owned(), partition.to_owned());
-        if let Some(&id) = self.cache().get(&key) {
+        if let Some(id) = self.inner.partitions.by_name(queue, partition) {
             return Ok(id);
         }
         let now = self.inner.clock.now_ms();
@@ -278,12 +273,25 @@ impl Engine {
             now,
         )
         .await?;
-        let mut cache = self.cache();
-        if cache.len() >= PARTITION_CACHE_LIMIT {
-            cache.clear();
-        }
-        cache.insert(key, id);
+        self.inner.partitions.put(queue, partition, id);
         Ok(id)
+    }
+
+    /// The id of partition `index` of topic `topic`, `None` when there is
+    /// no such partition (or topic).
+    pub async fn kafka_partition(&self, topic: &str, index: i32) -> Result<Option<i64>> {
+        if let Some(id) = self.inner.partitions.by_index(topic, index) {
+            return Ok(Some(id));
+        }
+        let Some(info) = self.queue(topic).await? else {
+            return Ok(None);
+        };
+        self.inner.partitions.put_queue(&info);
+        Ok(info
+            .partitions
+            .iter()
+            .find(|p| p.kafka_index == index)
+            .map(|p| p.id))
     }
 
     /// Up to `max` messages of a partition from offset `from` on, in order.
@@ -317,13 +325,6 @@ impl Engine {
     /// Closes the database connections. Appends still queued fail.
     pub async fn close(&self) {
         self.inner.store.close().await;
-    }
-
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), i64>> {
-        self.inner
-            .partitions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 

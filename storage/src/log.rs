@@ -42,7 +42,11 @@ impl PendingAppend {
                     .ok_or(StorageError::CommitFailed)
             }
             JobOutcome::Refused(e) => Err(e.into()),
-            JobOutcome::PartitionGone(_) => Err(StorageError::PartitionNotFound(self.partition_id)),
+            JobOutcome::PartitionGone(_) => {
+                // Its queue was deleted: what is cached of it is stale.
+                self.engine.inner.partitions.forget_queue(&self.queue);
+                Err(StorageError::PartitionNotFound(self.partition_id))
+            }
         }
     }
 }

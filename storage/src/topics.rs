@@ -34,6 +34,8 @@ impl Engine {
         let created =
             crate::sql::catalog::create_queue(&self.inner.store, name, options, &names, now)
                 .await?;
+        // A topic deleted and created again has new partition ids.
+        self.inner.partitions.forget_queue(name);
         Ok(if created {
             TopicCreation::Created
         } else {
@@ -70,6 +72,7 @@ impl Engine {
             )
             .await?;
         }
+        self.inner.partitions.forget_queue(name);
         Ok(())
     }
 }

@@ -293,9 +293,8 @@ impl Engine {
                 // A cached partition id went stale (its queue was deleted
                 // meanwhile): resolve the partitions afresh and run again.
                 Err(StorageError::PartitionNotFound(_)) if attempt == 0 => {
-                    let mut cache = self.cache();
-                    for target in &plan.targets {
-                        cache.remove(target);
+                    for (queue, _) in &plan.targets {
+                        self.inner.partitions.forget_queue(queue);
                     }
                 }
                 Err(e) => return Err(e),

@@ -38,12 +38,9 @@ pub async fn handle(
                 topic.count
             )));
         } else if !request.validate_only {
-            match broker.engine.create_partitions(&name, topic.count).await {
-                Ok(()) => broker.forget(&name),
-                Err(e) => {
-                    result.error_code = ResponseError::InvalidPartitions.code();
-                    result.error_message = Some(StrBytes::from_string(e.to_string()));
-                }
+            if let Err(e) = broker.engine.create_partitions(&name, topic.count).await {
+                result.error_code = ResponseError::InvalidPartitions.code();
+                result.error_message = Some(StrBytes::from_string(e.to_string()));
             }
         }
         results.push(result);

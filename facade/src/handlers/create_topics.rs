@@ -77,7 +77,6 @@ async fn create(
     };
     match outcome {
         Ok(TopicCreation::Created) => {
-            broker.forget(&name);
             if version >= 5 {
                 result.num_partitions = partitions;
                 result.replication_factor = 1;

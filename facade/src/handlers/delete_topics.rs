@@ -42,10 +42,7 @@ pub async fn handle(
         result.error_code = match &name {
             None => ResponseError::UnknownTopicId.code(),
             Some(name) => match broker.engine.delete_queue(name).await {
-                Ok(true) => {
-                    broker.forget(name);
-                    0
-                }
+                Ok(true) => 0,
                 Ok(false) => ResponseError::UnknownTopicOrPartition.code(),
                 Err(e) => storage_code(&e),
             },

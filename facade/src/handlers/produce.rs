@@ -58,25 +58,19 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, request: ProduceRequest)
                 Err(code) => Err(code),
             };
             match queued {
-                Ok(append) => pending.push(((t, p), name, append)),
+                Ok(append) => pending.push(((t, p), append)),
                 Err(code) => partitions[p].1 = code,
             }
         }
         answers.push((header, partitions));
     }
-    let broker = broker.clone();
     let acks = request.acks;
     Box::pin(async move {
-        for ((t, p), name, append) in pending {
+        for ((t, p), append) in pending {
             let slot = &mut answers[t].1[p];
             match append.offset().await {
                 Ok(base_offset) => slot.2 = base_offset,
-                Err(e) => {
-                    if matches!(e, StorageError::PartitionNotFound(_)) {
-                        broker.forget(&name);
-                    }
-                    slot.1 = storage_code(&e);
-                }
+                Err(e) => slot.1 = storage_code(&e),
             }
         }
         (acks != 0).then(|| answer(answers))

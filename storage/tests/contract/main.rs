@@ -57,6 +57,7 @@ contract!(
     queues::delete_removes_everything,
     queues::invalid_names_are_refused,
     queues::a_queue_deleted_by_another_engine_is_recreated,
+    queues::kafka_indexes_resolve_and_follow_a_recreated_topic,
     push::offsets_are_gapless_per_partition,
     push::content_round_trips,
     push::duplicate_in_window_answers_the_original,

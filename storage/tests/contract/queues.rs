@@ -124,3 +124,61 @@ pub async fn a_queue_deleted_by_another_engine_is_recreated(db: &Db) {
     assert_eq!(q.partitions.len(), 1);
     assert_eq!(q.partitions[0].id, again.partition_id);
 }
+
+pub async fn kafka_indexes_resolve_and_follow_a_recreated_topic(db: &Db) {
+    let (a, b) = (db.engine().await, db.engine().await);
+    let options = QueueOptions::for_kafka_topic();
+    a.create_topic("t", 2, &options).await.expect("create");
+    let ids: Vec<i64> = a
+        .queue("t")
+        .await
+        .expect("read")
+        .expect("exists")
+        .partitions
+        .iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(
+        a.kafka_partition("t", 1).await.expect("resolve"),
+        Some(ids[1])
+    );
+    assert_eq!(a.kafka_partition("t", 2).await.expect("resolve"), None);
+    assert_eq!(a.kafka_partition("nope", 0).await.expect("resolve"), None);
+
+    // Deleted and created again on this engine: new ids at once.
+    assert!(a.delete_queue("t").await.expect("delete"));
+    assert_eq!(a.kafka_partition("t", 0).await.expect("resolve"), None);
+    a.create_topic("t", 2, &options)
+        .await
+        .expect("create again");
+    let fresh = a.kafka_partition("t", 0).await.expect("resolve");
+    assert!(fresh.is_some() && fresh != Some(ids[0]), "{fresh:?}");
+
+    // Through another engine: the stale id fails one append, then resolves anew.
+    assert!(b.delete_queue("t").await.expect("delete"));
+    b.create_topic("t", 3, &options).await.expect("create on b");
+    let stale = a
+        .kafka_partition("t", 0)
+        .await
+        .expect("resolve")
+        .expect("cached");
+    let record = crate::log::kafka("v", crate::support::START_MS);
+    let refused = a.append_records("t", stale, vec![record.clone()]).await;
+    assert!(
+        matches!(refused, Err(StorageError::PartitionNotFound(_))),
+        "{refused:?}"
+    );
+    let now = a
+        .kafka_partition("t", 0)
+        .await
+        .expect("resolve")
+        .expect("exists");
+    assert_ne!(now, stale);
+    assert!(a.kafka_partition("t", 2).await.expect("resolve").is_some());
+    assert_eq!(
+        a.append_records("t", now, vec![record])
+            .await
+            .expect("append"),
+        0
+    );
+}

@@ -1,0 +1,85 @@
+//! Resolving names to partition ids: (queue, partition name) for native
+//! pushes, (topic, Kafka index) for the Kafka facade, both served from one
+//! cache so a hot path does not read the catalog per request.
+//!
+//! A cached id only saves a round trip. When its queue is deleted (here, or
+//! through another broker) the id goes stale: an append to it finds the
+//! partition row gone and the caller resolves again, and every engine
+//! operation that learns a partition is gone forgets its queue here.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use crate::model::QueueInfo;
+
+/// Bound on the entries kept; past it the cache starts afresh.
+const LIMIT: usize = 100_000;
+
+/// The two keyings of the partition ids.
+#[derive(Debug, Default)]
+struct Maps {
+    by_name: HashMap<(String, String), i64>,
+    by_index: HashMap<(String, i32), i64>,
+}
+
+/// A bounded cache of partition ids by name and by Kafka index.
+#[derive(Debug, Default)]
+pub(crate) struct PartitionCache {
+    maps: Mutex<Maps>,
+}
+
+impl PartitionCache {
+    /// The cached id of partition `partition` of `queue`.
+    pub(crate) fn by_name(&self, queue: &str, partition: &str) -> Option<i64> {
+        let key = (queue.to_owned(), partition.to_owned());
+        self.maps().by_name.get(&key).copied()
+    }
+
+    /// The cached id of partition `index` of topic `topic`.
+    pub(crate) fn by_index(&self, topic: &str, index: i32) -> Option<i64> {
+        self.maps()
+            .by_index
+            .get(&(topic.to_owned(), index))
+            .copied()
+    }
+
+    /// Remembers one partition of a queue, by name.
+    pub(crate) fn put(&self, queue: &str, partition: &str, id: i64) {
+        let mut maps = self.maps();
+        maps.make_room();
+        maps.by_name
+            .insert((queue.to_owned(), partition.to_owned()), id);
+    }
+
+    /// Remembers every partition of a queue, by name and by Kafka index.
+    pub(crate) fn put_queue(&self, info: &QueueInfo) {
+        let mut maps = self.maps();
+        maps.make_room();
+        for p in &info.partitions {
+            maps.by_name
+                .insert((info.name.clone(), p.name.clone()), p.id);
+            maps.by_index
+                .insert((info.name.clone(), p.kafka_index), p.id);
+        }
+    }
+
+    /// Forgets everything cached of a queue.
+    pub(crate) fn forget_queue(&self, queue: &str) {
+        let mut maps = self.maps();
+        maps.by_name.retain(|(q, _), _| q != queue);
+        maps.by_index.retain(|(q, _), _| q != queue);
+    }
+
+    fn maps(&self) -> MutexGuard<'_, Maps> {
+        self.maps.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Maps {
+    fn make_room(&mut self) {
+        if self.by_name.len() + self.by_index.len() >= LIMIT {
+            self.by_name.clear();
+            self.by_index.clear();
+        }
+    }
+}
