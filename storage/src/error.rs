@@ -51,10 +51,28 @@ pub enum StorageError {
     ShuttingDown,
     /// The database failed; the cause is logged, not shown to clients.
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(DatabaseError),
     /// Applying the schema migrations failed.
     #[error("database migration failed: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    Migrate(DatabaseError),
+}
+
+/// What the database driver reported. Opaque, so the driver is not part of
+/// the engine's API: it can be shown and logged, and its source followed.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct DatabaseError(Box<dyn std::error::Error + Send + Sync>);
+
+impl From<sqlx::Error> for StorageError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Database(DatabaseError(Box::new(e)))
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StorageError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        Self::Migrate(DatabaseError(Box::new(e)))
+    }
 }
 
 /// Short form for results of the storage engine.

@@ -61,7 +61,7 @@ pub use consume::{
     GroupPosition, LeaseExtension, MessageState, MessageView, PartitionDepth, PopOutcome,
     PopRequest, PoppedMessage, Subscription, SubscriptionMode, QUEUE_MODE_GROUP,
 };
-pub use error::{Result, StorageError};
+pub use error::{DatabaseError, Result, StorageError};
 pub use ids::{new_message_id, new_message_ids};
 pub use kv::{
     KvEntry, KvExpiry, KvOp, KvOutcome, KvPreconditionFailed, KvReason, KvRequest, KvResult,
