@@ -66,7 +66,7 @@ pub use ids::{new_message_id, new_message_ids};
 pub use kv::{
     KvEntry, KvExpiry, KvOp, KvOutcome, KvPreconditionFailed, KvReason, KvRequest, KvResult,
 };
-pub use log::{LogBounds, PendingAppend};
+pub use log::{LogBounds, PendingAppend, TimestampedOffset};
 pub use model::{
     BrokerInfo, PartitionInfo, PushItem, PushOutcome, PushStatus, QueueInfo, StoredMessage,
     DEFAULT_PARTITION, MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,

@@ -51,6 +51,15 @@ impl PendingAppend {
     }
 }
 
+/// A message's offset with its timestamp (ms): what a lookup by time finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampedOffset {
+    /// The message's offset.
+    pub offset: i64,
+    /// Its timestamp: a Kafka record's own, else its creation time.
+    pub timestamp_ms: i64,
+}
+
 /// The bounds of a partition's log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
 pub struct LogBounds {
@@ -139,17 +148,20 @@ impl Engine {
             .ok_or(StorageError::PartitionNotFound(partition_id))
     }
 
-    /// The first message stamped at or after `timestamp` (ms): its offset and timestamp.
+    /// The first message stamped at or after `timestamp` (ms).
     pub async fn offset_for_timestamp(
         &self,
         partition_id: i64,
         timestamp: i64,
-    ) -> Result<Option<(i64, i64)>> {
+    ) -> Result<Option<TimestampedOffset>> {
         sql::segments::offset_for_timestamp(&self.inner.store, partition_id, timestamp).await
     }
 
-    /// The message with the largest timestamp: its offset and timestamp.
-    pub async fn max_timestamp_offset(&self, partition_id: i64) -> Result<Option<(i64, i64)>> {
+    /// The message with the largest timestamp (the first of equals).
+    pub async fn max_timestamp_offset(
+        &self,
+        partition_id: i64,
+    ) -> Result<Option<TimestampedOffset>> {
         sql::segments::max_timestamp_offset(&self.inner.store, partition_id).await
     }
 

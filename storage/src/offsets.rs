@@ -19,6 +19,17 @@ pub struct CommittedOffset {
     pub leader_epoch: Option<i32>,
 }
 
+/// A group's committed position on one Kafka partition of a topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicOffset {
+    /// The topic (queue) name.
+    pub topic: String,
+    /// The partition's Kafka index.
+    pub partition: i32,
+    /// The position.
+    pub committed: CommittedOffset,
+}
+
 impl Engine {
     /// Stores committed offsets for `group`: (partition id, position) pairs.
     pub async fn commit_offsets(
@@ -32,10 +43,7 @@ impl Engine {
     }
 
     /// Every committed position of `group`, by topic and Kafka partition.
-    pub async fn committed_offsets(
-        &self,
-        group: &str,
-    ) -> Result<Vec<(String, i32, CommittedOffset)>> {
+    pub async fn committed_offsets(&self, group: &str) -> Result<Vec<TopicOffset>> {
         sql::offsets::of_group(&self.inner.store, group).await
     }
 

@@ -192,6 +192,15 @@ pub(crate) fn unpack(blob: &[u8]) -> Result<Vec<BatchMeta>> {
         .collect())
 }
 
+/// A Kafka producer id with its epoch, as InitProducerId hands it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerIdentity {
+    /// The producer id, unique across the brokers sharing the database.
+    pub id: i64,
+    /// The epoch: a higher one fences every holder of a lower one.
+    pub epoch: i16,
+}
+
 /// A producer as DescribeProducers shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerInfo {
@@ -213,8 +222,8 @@ impl Engine {
     pub async fn init_producer_id(
         &self,
         transactional_id: Option<&str>,
-        current: Option<(i64, i16)>,
-    ) -> Result<(i64, i16)> {
+        current: Option<ProducerIdentity>,
+    ) -> Result<ProducerIdentity> {
         let now = self.inner.clock.now_ms();
         crate::sql::producers::init_id(&self.inner.store, transactional_id, current, now).await
     }

@@ -2,6 +2,7 @@
 //! a transactional id keeps its id and gets a new epoch, fencing the old one.
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+use storage::producers::ProducerIdentity;
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -13,16 +14,18 @@ pub async fn handle(
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let transactional_id = request.transactional_id.as_ref().map(|t| t.to_string());
-    let current = (version >= 3 && request.producer_id.0 >= 0)
-        .then_some((request.producer_id.0, request.producer_epoch));
+    let current = (version >= 3 && request.producer_id.0 >= 0).then_some(ProducerIdentity {
+        id: request.producer_id.0,
+        epoch: request.producer_epoch,
+    });
     match broker
         .engine
         .init_producer_id(transactional_id.as_deref(), current)
         .await
     {
-        Ok((id, epoch)) => InitProducerIdResponse::default()
-            .with_producer_id(ProducerId(id))
-            .with_producer_epoch(epoch),
+        Ok(p) => InitProducerIdResponse::default()
+            .with_producer_id(ProducerId(p.id))
+            .with_producer_epoch(p.epoch),
         Err(e) => InitProducerIdResponse::default()
             .with_error_code(storage_code(&e))
             .with_producer_id(ProducerId(-1))

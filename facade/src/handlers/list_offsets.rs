@@ -5,7 +5,7 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kafka_protocol::ResponseError;
-use storage::StorageError;
+use storage::{StorageError, TimestampedOffset};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -68,16 +68,15 @@ async fn lookup(
     match timestamp {
         LATEST | LATEST_TIERED => Ok((engine.log_bounds(partition_id).await?.next_offset, -1)),
         EARLIEST | EARLIEST_LOCAL => Ok((engine.log_bounds(partition_id).await?.log_start, -1)),
-        MAX_TIMESTAMP => Ok(engine
-            .max_timestamp_offset(partition_id)
-            .await?
-            .unwrap_or((-1, -1))),
-        ts if ts >= 0 => Ok(engine
-            .offset_for_timestamp(partition_id, ts)
-            .await?
-            .map_or((-1, -1), |(offset, ts)| (offset, ts))),
+        MAX_TIMESTAMP => Ok(found(engine.max_timestamp_offset(partition_id).await?)),
+        ts if ts >= 0 => Ok(found(engine.offset_for_timestamp(partition_id, ts).await?)),
         other => Err(StorageError::InvalidInput(format!(
             "unknown timestamp query {other}"
         ))),
     }
+}
+
+/// (offset, timestamp) of what a lookup found; (-1, -1) when nothing.
+fn found(at: Option<TimestampedOffset>) -> (i64, i64) {
+    at.map_or((-1, -1), |m| (m.offset, m.timestamp_ms))
 }

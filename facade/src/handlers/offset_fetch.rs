@@ -127,7 +127,7 @@ async fn fetch(
     };
     let by_key: HashMap<(&str, i32), &CommittedOffset> = committed
         .iter()
-        .map(|(t, i, c)| ((t.as_str(), *i), c))
+        .map(|o| ((o.topic.as_str(), o.partition), &o.committed))
         .collect();
     match wanted {
         Some(topics) => {
@@ -145,10 +145,11 @@ async fn fetch(
         }
         None => {
             let mut answer: Vec<(String, Vec<Row>)> = Vec::new();
-            for (topic, index, c) in &committed {
+            for o in &committed {
+                let r = row(o.partition, Some(&o.committed));
                 match answer.last_mut() {
-                    Some((name, rows)) if name == topic => rows.push(row(*index, Some(c))),
-                    _ => answer.push((topic.clone(), vec![row(*index, Some(c))])),
+                    Some((name, rows)) if *name == o.topic => rows.push(r),
+                    _ => answer.push((o.topic.clone(), vec![r])),
                 }
             }
             (answer, 0)

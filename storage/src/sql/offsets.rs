@@ -4,7 +4,7 @@
 use crate::backend::{on_db, Store};
 use crate::consume::QUEUE_MODE_GROUP;
 use crate::error::Result;
-use crate::offsets::CommittedOffset;
+use crate::offsets::{CommittedOffset, TopicOffset};
 
 /// A committed offset with the topic and Kafka partition it belongs to.
 #[derive(sqlx::FromRow)]
@@ -45,11 +45,8 @@ pub(crate) async fn commit(
     tx.commit().await
 }
 
-/// Every committed offset of `group`: (topic, Kafka partition, offset).
-pub(crate) async fn of_group(
-    store: &Store,
-    group: &str,
-) -> Result<Vec<(String, i32, CommittedOffset)>> {
+/// Every committed offset of `group`, by topic and Kafka partition.
+pub(crate) async fn of_group(store: &Store, group: &str) -> Result<Vec<TopicOffset>> {
     let rows: Vec<OffsetRow> = on_db!(store.reader(), pool => sqlx::query_as(
         "SELECT q.name AS topic, p.kafka_index, c.committed_offset, c.metadata, c.leader_epoch \
          FROM consumer_cursors c JOIN partitions p ON p.id = c.partition_id \
@@ -61,13 +58,14 @@ pub(crate) async fn of_group(
     .await?);
     Ok(rows
         .into_iter()
-        .map(|r| {
-            let committed = CommittedOffset {
+        .map(|r| TopicOffset {
+            topic: r.topic,
+            partition: r.kafka_index,
+            committed: CommittedOffset {
                 offset: r.committed_offset,
                 metadata: r.metadata,
                 leader_epoch: r.leader_epoch,
-            };
-            (r.topic, r.kafka_index, committed)
+            },
         })
         .collect())
 }

@@ -2,7 +2,9 @@
 
 use crate::backend::{on_db, Conn, Store};
 use crate::error::{Result, StorageError};
-use crate::producers::{pack, unpack, ProducerError, ProducerInfo, ProducerState};
+use crate::producers::{
+    pack, unpack, ProducerError, ProducerIdentity, ProducerInfo, ProducerState,
+};
 
 /// A `producers` row as InitProducerId returns it.
 #[derive(sqlx::FromRow)]
@@ -24,9 +26,9 @@ struct StateRow {
 pub(crate) async fn init_id(
     store: &Store,
     transactional_id: Option<&str>,
-    current: Option<(i64, i16)>,
+    current: Option<ProducerIdentity>,
     now_ms: i64,
-) -> Result<(i64, i16)> {
+) -> Result<ProducerIdentity> {
     let mut tx = store.begin_write().await?;
     let bumped: Option<IdRow> = on_db!(tx.conn(), c => match (transactional_id, current) {
         (Some(txn), _) => Some(
@@ -40,7 +42,7 @@ pub(crate) async fn init_id(
             .fetch_one(c)
             .await?,
         ),
-        (None, Some((id, epoch))) => sqlx::query_as(
+        (None, Some(ProducerIdentity { id, epoch })) => sqlx::query_as(
             "UPDATE producers SET epoch = epoch + 1, updated_at = $3 \
              WHERE id = $1 AND epoch = $2 AND transactional_id IS NULL RETURNING id, epoch",
         )
@@ -66,7 +68,10 @@ pub(crate) async fn init_id(
         .await?),
     };
     tx.commit().await?;
-    Ok((row.id, row.epoch as i16))
+    Ok(ProducerIdentity {
+        id: row.id,
+        epoch: row.epoch as i16,
+    })
 }
 
 /// The producers with state on a partition.

@@ -9,6 +9,7 @@ use futures_util::TryStreamExt;
 
 use crate::backend::{on_db, Conn, Store};
 use crate::error::Result;
+use crate::log::TimestampedOffset;
 use crate::model::StoredMessage;
 use crate::record::{decode_segment, Record};
 
@@ -183,12 +184,12 @@ pub(crate) async fn before(
         .await?))
 }
 
-/// The first message stamped at or after `timestamp`: its offset and timestamp.
+/// The first message stamped at or after `timestamp`.
 pub(crate) async fn offset_for_timestamp(
     store: &Store,
     partition_id: i64,
     timestamp: i64,
-) -> Result<Option<(i64, i64)>> {
+) -> Result<Option<TimestampedOffset>> {
     // Each segment keeps its largest record timestamp: the first segment
     // reaching `timestamp` holds the message.
     let sql = format!(
@@ -201,15 +202,14 @@ pub(crate) async fn offset_for_timestamp(
         .fetch_optional(pool)
         .await?);
     let Some(row) = row else { return Ok(None) };
-    Ok(stamped(row)?.find(|&(_, ts)| ts >= timestamp))
+    Ok(stamped(row)?.find(|m| m.timestamp_ms >= timestamp))
 }
 
-/// The message with the largest timestamp (the first of equals): its
-/// offset and timestamp.
+/// The message with the largest timestamp (the first of equals).
 pub(crate) async fn max_timestamp_offset(
     store: &Store,
     partition_id: i64,
-) -> Result<Option<(i64, i64)>> {
+) -> Result<Option<TimestampedOffset>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 \
          ORDER BY max_timestamp DESC, base_offset LIMIT 1"
@@ -220,20 +220,23 @@ pub(crate) async fn max_timestamp_offset(
         .await?);
     let Some(row) = row else { return Ok(None) };
     Ok(
-        stamped(row)?.fold(None, |best: Option<(i64, i64)>, m| match best {
-            Some(b) if b.1 >= m.1 => Some(b),
+        stamped(row)?.fold(None, |best: Option<TimestampedOffset>, m| match best {
+            Some(b) if b.timestamp_ms >= m.timestamp_ms => Some(b),
             _ => Some(m),
         }),
     )
 }
 
-/// The (offset, timestamp) of every message of a segment.
-fn stamped(segment: SegmentRow) -> Result<impl Iterator<Item = (i64, i64)>> {
+/// The offset and timestamp of every message of a segment.
+fn stamped(segment: SegmentRow) -> Result<impl Iterator<Item = TimestampedOffset>> {
     let base = segment.base_offset;
     let created_at_ms = segment.created_at;
     Ok(segment
         .decode()?
         .into_iter()
         .enumerate()
-        .map(move |(i, r)| (base + i as i64, r.timestamp_ms().unwrap_or(created_at_ms))))
+        .map(move |(i, r)| TimestampedOffset {
+            offset: base + i as i64,
+            timestamp_ms: r.timestamp_ms().unwrap_or(created_at_ms),
+        }))
 }

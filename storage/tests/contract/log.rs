@@ -2,7 +2,7 @@
 //! offset and bytes, offsets by time, the append signal, the broker registry.
 
 use bytes::Bytes;
-use storage::{Content, KafkaRecord, QueueOptions, Record, TopicCreation};
+use storage::{Content, KafkaRecord, QueueOptions, Record, TimestampedOffset, TopicCreation};
 
 use crate::push::push_one;
 use crate::support::{Db, START_MS};
@@ -18,6 +18,14 @@ pub(crate) fn kafka(value: &str, timestamp_ms: i64) -> Record {
             headers: Vec::new(),
             timestamp_ms,
         }),
+    }
+}
+
+/// What a lookup by time answers.
+fn at_ts(offset: i64, timestamp_ms: i64) -> TimestampedOffset {
+    TimestampedOffset {
+        offset,
+        timestamp_ms,
     }
 }
 
@@ -210,14 +218,14 @@ pub async fn offsets_are_found_by_timestamp(db: &Db) {
         let engine = engine.clone();
         async move { engine.offset_for_timestamp(p, ts).await.expect("lookup") }
     };
-    assert_eq!(at(0).await, Some((0, 1000)));
-    assert_eq!(at(1000).await, Some((0, 1000)));
-    assert_eq!(at(1001).await, Some((1, 3000)));
-    assert_eq!(at(3500).await, Some((3, 5000)));
+    assert_eq!(at(0).await, Some(at_ts(0, 1000)));
+    assert_eq!(at(1000).await, Some(at_ts(0, 1000)));
+    assert_eq!(at(1001).await, Some(at_ts(1, 3000)));
+    assert_eq!(at(3500).await, Some(at_ts(3, 5000)));
     assert_eq!(at(5001).await, None);
     assert_eq!(
         engine.max_timestamp_offset(p).await.expect("max"),
-        Some((3, 5000))
+        Some(at_ts(3, 5000))
     );
 
     // Native messages are stamped with their creation time.
@@ -229,7 +237,7 @@ pub async fn offsets_are_found_by_timestamp(db: &Db) {
             .offset_for_timestamp(np, START_MS)
             .await
             .expect("lookup"),
-        Some((0, START_MS))
+        Some(at_ts(0, START_MS))
     );
 }
 
@@ -309,6 +317,6 @@ pub async fn large_appends_are_split_into_bounded_segments(db: &Db) {
             .offset_for_timestamp(p, 29_999)
             .await
             .expect("lookup"),
-        Some((29_999, 29_999))
+        Some(at_ts(29_999, 29_999))
     );
 }

@@ -1,6 +1,6 @@
 //! Committed offsets are one store for Kafka and native consumer groups.
 
-use storage::offsets::CommittedOffset;
+use storage::offsets::{CommittedOffset, TopicOffset};
 use storage::AckStatus;
 
 use crate::consume::{ack, acks, pop, push_n, txns};
@@ -29,7 +29,11 @@ pub async fn kafka_commits_and_native_acks_move_one_position(db: &Db) {
         .expect("commit");
     assert_eq!(
         engine.committed_offsets("g").await.expect("fetch"),
-        [("q".to_owned(), 0, commit)]
+        [TopicOffset {
+            topic: "q".to_owned(),
+            partition: 0,
+            committed: commit
+        }]
     );
 
     // The native group g continues exactly there.
@@ -44,11 +48,11 @@ pub async fn kafka_commits_and_native_acks_move_one_position(db: &Db) {
     // And a native ack moves what Kafka's OffsetFetch answers.
     let fetched = engine.committed_offsets("g").await.expect("fetch");
     assert_eq!(
-        fetched[0].2.offset, 7,
+        fetched[0].committed.offset, 7,
         "the next offset after the acked span"
     );
     assert_eq!(
-        fetched[0].2.metadata, None,
+        fetched[0].committed.metadata, None,
         "a native position carries no Kafka metadata"
     );
     assert_eq!(

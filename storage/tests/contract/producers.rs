@@ -3,7 +3,7 @@
 //! a retry the same way.
 
 use bytes::Bytes;
-use storage::producers::{ProducerBatch, ProducerError};
+use storage::producers::{ProducerBatch, ProducerError, ProducerIdentity};
 use storage::{Content, Engine, KafkaRecord, Record, StorageError};
 
 use crate::log::one_partition_topic;
@@ -48,7 +48,7 @@ async fn send(
 pub async fn sequences_dedup_retries_and_refuse_gaps(db: &Db) {
     let engine = db.engine().await;
     let p = one_partition_topic(&engine, "idem").await;
-    let (id, epoch) = engine
+    let ProducerIdentity { id, epoch } = engine
         .init_producer_id(None, None)
         .await
         .expect("producer id");
@@ -126,7 +126,7 @@ pub async fn sequences_dedup_retries_and_refuse_gaps(db: &Db) {
 pub async fn sequences_wrap_at_two_to_the_31(db: &Db) {
     let engine = db.engine().await;
     let p = one_partition_topic(&engine, "idem").await;
-    let (id, epoch) = engine
+    let ProducerIdentity { id, epoch } = engine
         .init_producer_id(None, None)
         .await
         .expect("producer id");
@@ -155,29 +155,32 @@ pub async fn producer_ids_are_unique_and_epochs_fence(db: &Db) {
     let (a, b) = (db.engine().await, db.engine().await);
     let mut ids = std::collections::BTreeSet::new();
     for engine in [&a, &b, &a, &b] {
-        let (id, epoch) = engine.init_producer_id(None, None).await.expect("id");
+        let ProducerIdentity { id, epoch } = engine.init_producer_id(None, None).await.expect("id");
         assert_eq!(epoch, 0);
         assert!(ids.insert(id), "ids are unique across engines");
     }
-    let (t1, e1) = a
+    let ProducerIdentity { id: t1, epoch: e1 } = a
         .init_producer_id(Some("orders-tx"), None)
         .await
         .expect("txn id");
-    let (t2, e2) = b
+    let ProducerIdentity { id: t2, epoch: e2 } = b
         .init_producer_id(Some("orders-tx"), None)
         .await
         .expect("again");
     assert_eq!((t2, e2), (t1, e1 + 1), "the same id, the epoch bumped");
     // An idempotent producer bumps its own epoch by naming it.
-    let (id, epoch) = a.init_producer_id(None, None).await.expect("id");
+    let ProducerIdentity { id, epoch } = a.init_producer_id(None, None).await.expect("id");
     assert_eq!(
-        a.init_producer_id(None, Some((id, epoch)))
+        a.init_producer_id(None, Some(ProducerIdentity { id, epoch }))
             .await
             .expect("bump"),
-        (id, epoch + 1)
+        ProducerIdentity {
+            id,
+            epoch: epoch + 1
+        }
     );
     let fenced = a
-        .init_producer_id(None, Some((id, epoch)))
+        .init_producer_id(None, Some(ProducerIdentity { id, epoch }))
         .await
         .expect_err("an old epoch is fenced");
     assert!(matches!(
@@ -189,7 +192,7 @@ pub async fn producer_ids_are_unique_and_epochs_fence(db: &Db) {
 pub async fn idle_producer_state_expires(db: &Db) {
     let engine = db.engine().await;
     let p = one_partition_topic(&engine, "idem").await;
-    let (id, epoch) = engine.init_producer_id(None, None).await.expect("id");
+    let ProducerIdentity { id, epoch } = engine.init_producer_id(None, None).await.expect("id");
     send(&engine, p, id, epoch, 0, 1).await.expect("append");
     db.clock.advance_ms(1000);
     assert_eq!(engine.expire_producers(5000, 100).await.expect("expire"), 0);
