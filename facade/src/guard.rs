@@ -13,6 +13,8 @@
 
 use kafka_protocol::messages::ApiKey;
 
+use crate::varint;
+
 /// The wire type of a field.
 #[derive(Debug, Clone, Copy)]
 enum Ty {
@@ -402,17 +404,13 @@ impl Walk<'_> {
         )
     }
 
+    /// An unsigned varint of a flexible version (a 32-bit value, so at
+    /// most 5 bytes).
     fn uvarint(&mut self) -> Result<u64, String> {
-        let mut v = 0u64;
-        for shift in (0..35).step_by(7) {
-            let b = *self.buf.get(self.pos).ok_or("truncated varint")?;
-            self.pos += 1;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err("varint too long".into())
+        let (v, len) = varint::unsigned(&self.buf[self.pos..], varint::MAX_LEN_32)
+            .map_err(|e| e.to_string())?;
+        self.pos += len;
+        Ok(v)
     }
 
     /// A length or count: `None` for null; refused when larger than what is left.
