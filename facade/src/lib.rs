@@ -29,6 +29,7 @@ mod groups;
 mod guard;
 pub mod handlers;
 pub mod records;
+mod varint;
 pub mod versions;
 
 use std::future::Future;

@@ -16,6 +16,8 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use storage::producers::ProducerBatch;
 use storage::{Content, Header, KafkaRecord, Record, StoredMessage};
 
+use crate::varint;
+
 /// Why a produced batch was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BatchError {
@@ -191,18 +193,9 @@ fn decode_record(
 
 /// A zigzag varint of up to 64 bits.
 fn varlong(buf: &mut Bytes) -> Result<i64, BatchError> {
-    let mut raw = 0u64;
-    for shift in (0..64).step_by(7) {
-        if !buf.has_remaining() {
-            return Err(corrupt("truncated varint"));
-        }
-        let b = buf.get_u8();
-        raw |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok((raw >> 1) as i64 ^ -((raw & 1) as i64));
-        }
-    }
-    Err(corrupt("varint too long"))
+    let (v, len) = varint::zigzag(buf).map_err(|e| corrupt(&e.to_string()))?;
+    buf.advance(len);
+    Ok(v)
 }
 
 fn nullable_bytes(buf: &mut Bytes) -> Result<Option<Bytes>, BatchError> {

@@ -1,0 +1,317 @@
+//! Every schema checked against the codec's encoder at every version, and
+//! impossible counts refused.
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Encodable, StrBytes};
+
+use super::*;
+use crate::versions::SUPPORTED;
+
+fn two<T: Clone>(v: T) -> Vec<T> {
+    vec![v.clone(), v]
+}
+
+fn name(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_owned())
+}
+
+/// A request of `api` with two elements in every array, so every
+/// field of the schema is exercised.
+fn sample(api: ApiKey, version: i16) -> BytesMut {
+    let mut buf = BytesMut::new();
+    let topic = TopicName(name("t"));
+    let result = match api {
+        ApiKey::Produce => {
+            use produce_request::*;
+            let partition = PartitionProduceData::default()
+                .with_index(1)
+                .with_records(Some(Bytes::from_static(b"xyz")));
+            let mut t = TopicProduceData::default().with_partition_data(two(partition));
+            if version >= 13 {
+                t.topic_id = uuid::Uuid::new_v4();
+            } else {
+                t.name = topic.clone();
+            }
+            ProduceRequest::default()
+                .with_transactional_id(Some(TransactionalId(name("tx"))))
+                .with_topic_data(two(t))
+                .encode(&mut buf, version)
+        }
+        ApiKey::Fetch => {
+            use fetch_request::*;
+            let mut t = FetchTopic::default().with_partitions(two(FetchPartition::default()));
+            let mut f = ForgottenTopic::default().with_partitions(vec![1, 2]);
+            if version >= 13 {
+                t.topic_id = uuid::Uuid::new_v4();
+                f.topic_id = uuid::Uuid::new_v4();
+            } else {
+                t.topic = topic.clone();
+                f.topic = topic.clone();
+            }
+            let mut r = FetchRequest::default().with_topics(two(t));
+            if version >= 7 {
+                r.forgotten_topics_data = two(f);
+            }
+            if version >= 11 {
+                r.rack_id = name("rack");
+            }
+            if version >= 12 {
+                r.cluster_id = Some(name("c"));
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::ListOffsets => {
+            use list_offsets_request::*;
+            let t = ListOffsetsTopic::default()
+                .with_name(topic.clone())
+                .with_partitions(two(ListOffsetsPartition::default()));
+            ListOffsetsRequest::default()
+                .with_topics(two(t))
+                .encode(&mut buf, version)
+        }
+        ApiKey::Metadata => {
+            let t =
+                metadata_request::MetadataRequestTopic::default().with_name(Some(topic.clone()));
+            MetadataRequest::default()
+                .with_topics(Some(two(t)))
+                .encode(&mut buf, version)
+        }
+        ApiKey::ApiVersions => {
+            let mut r = ApiVersionsRequest::default();
+            if version >= 3 {
+                r.client_software_name = name("n");
+                r.client_software_version = name("1");
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::CreateTopics => {
+            use create_topics_request::*;
+            let a = CreatableReplicaAssignment::default()
+                .with_broker_ids(vec![BrokerId(1), BrokerId(2)]);
+            let c = CreatableTopicConfig::default()
+                .with_name(name("k"))
+                .with_value(Some(name("v")));
+            let t = CreatableTopic::default()
+                .with_name(topic.clone())
+                .with_assignments(two(a))
+                .with_configs(two(c));
+            CreateTopicsRequest::default()
+                .with_topics(two(t))
+                .encode(&mut buf, version)
+        }
+        ApiKey::DeleteTopics => {
+            let mut r = DeleteTopicsRequest::default();
+            if version >= 6 {
+                r.topics = two(delete_topics_request::DeleteTopicState::default()
+                    .with_name(Some(topic.clone())));
+            } else {
+                r.topic_names = two(topic.clone());
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::CreatePartitions => {
+            use create_partitions_request::*;
+            let a = CreatePartitionsAssignment::default().with_broker_ids(vec![BrokerId(1)]);
+            let t = CreatePartitionsTopic::default()
+                .with_name(topic.clone())
+                .with_assignments(Some(two(a)));
+            CreatePartitionsRequest::default()
+                .with_topics(two(t))
+                .encode(&mut buf, version)
+        }
+        ApiKey::DescribeConfigs => {
+            let res = describe_configs_request::DescribeConfigsResource::default()
+                .with_resource_name(name("t"))
+                .with_configuration_keys(Some(vec![name("a"), name("b")]));
+            DescribeConfigsRequest::default()
+                .with_resources(two(res))
+                .encode(&mut buf, version)
+        }
+        ApiKey::DescribeCluster => DescribeClusterRequest::default().encode(&mut buf, version),
+        ApiKey::OffsetForLeaderEpoch => {
+            use offset_for_leader_epoch_request::*;
+            let t = OffsetForLeaderTopic::default()
+                .with_topic(topic.clone())
+                .with_partitions(two(OffsetForLeaderPartition::default()));
+            OffsetForLeaderEpochRequest::default()
+                .with_topics(two(t))
+                .encode(&mut buf, version)
+        }
+        ApiKey::InitProducerId => InitProducerIdRequest::default()
+            .with_transactional_id(Some(TransactionalId(name("tx"))))
+            .encode(&mut buf, version),
+        ApiKey::DescribeProducers => {
+            let t = describe_producers_request::TopicRequest::default()
+                .with_name(topic.clone())
+                .with_partition_indexes(vec![0, 1]);
+            DescribeProducersRequest::default()
+                .with_topics(two(t))
+                .encode(&mut buf, version)
+        }
+        ApiKey::FindCoordinator => {
+            let mut r = FindCoordinatorRequest::default();
+            if version >= 4 {
+                r.coordinator_keys = vec![name("g1"), name("g2")];
+            } else {
+                r.key = name("g");
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::OffsetCommit => {
+            use offset_commit_request::*;
+            let p =
+                OffsetCommitRequestPartition::default().with_committed_metadata(Some(name("m")));
+            let t = OffsetCommitRequestTopic::default()
+                .with_name(topic.clone())
+                .with_partitions(two(p));
+            let mut r = OffsetCommitRequest::default()
+                .with_group_id(GroupId(name("g")))
+                .with_topics(two(t));
+            if version >= 7 {
+                r.group_instance_id = Some(name("i"));
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::OffsetFetch => {
+            use offset_fetch_request::*;
+            let mut r = OffsetFetchRequest::default();
+            if version >= 8 {
+                let t = OffsetFetchRequestTopics::default()
+                    .with_name(topic.clone())
+                    .with_partition_indexes(vec![0, 1]);
+                let mut g = OffsetFetchRequestGroup::default()
+                    .with_group_id(GroupId(name("g")))
+                    .with_topics(Some(two(t)));
+                if version >= 9 {
+                    g.member_id = Some(name("m"));
+                }
+                r.groups = two(g);
+            } else {
+                r.group_id = GroupId(name("g"));
+                let t = OffsetFetchRequestTopic::default()
+                    .with_name(topic.clone())
+                    .with_partition_indexes(vec![0, 1]);
+                r.topics = Some(two(t));
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::JoinGroup => {
+            let p = join_group_request::JoinGroupRequestProtocol::default()
+                .with_name(name("range"))
+                .with_metadata(Bytes::from_static(b"xyz"));
+            let mut r = JoinGroupRequest::default()
+                .with_group_id(GroupId(name("g")))
+                .with_member_id(name("m"))
+                .with_protocol_type(name("consumer"))
+                .with_protocols(two(p));
+            if version >= 5 {
+                r.group_instance_id = Some(name("i"));
+            }
+            if version >= 8 {
+                r.reason = Some(name("r"));
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::SyncGroup => {
+            let a = sync_group_request::SyncGroupRequestAssignment::default()
+                .with_member_id(name("m"))
+                .with_assignment(Bytes::from_static(b"xyz"));
+            let mut r = SyncGroupRequest::default()
+                .with_group_id(GroupId(name("g")))
+                .with_member_id(name("m"))
+                .with_assignments(two(a));
+            if version >= 3 {
+                r.group_instance_id = Some(name("i"));
+            }
+            if version >= 5 {
+                r.protocol_type = Some(name("consumer"));
+                r.protocol_name = Some(name("range"));
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::Heartbeat => {
+            let mut r = HeartbeatRequest::default()
+                .with_group_id(GroupId(name("g")))
+                .with_member_id(name("m"));
+            if version >= 3 {
+                r.group_instance_id = Some(name("i"));
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::LeaveGroup => {
+            let mut r = LeaveGroupRequest::default().with_group_id(GroupId(name("g")));
+            if version >= 3 {
+                let mut m = leave_group_request::MemberIdentity::default()
+                    .with_member_id(name("m"))
+                    .with_group_instance_id(Some(name("i")));
+                if version >= 5 {
+                    m.reason = Some(name("r"));
+                }
+                r.members = two(m);
+            } else {
+                r.member_id = name("m");
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::ListGroups => {
+            let mut r = ListGroupsRequest::default();
+            if version >= 4 {
+                r.states_filter = vec![name("Stable"), name("Empty")];
+            }
+            if version >= 5 {
+                r.types_filter = vec![name("classic"), name("consumer")];
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::DescribeGroups => DescribeGroupsRequest::default()
+            .with_groups(vec![GroupId(name("g1")), GroupId(name("g2"))])
+            .with_include_authorized_operations(version >= 3)
+            .encode(&mut buf, version),
+        ApiKey::DeleteGroups => DeleteGroupsRequest::default()
+            .with_groups_names(vec![GroupId(name("g1")), GroupId(name("g2"))])
+            .encode(&mut buf, version),
+        ApiKey::OffsetDelete => {
+            use offset_delete_request::*;
+            let p = OffsetDeleteRequestPartition::default().with_partition_index(1);
+            let t = OffsetDeleteRequestTopic::default()
+                .with_name(topic.clone())
+                .with_partitions(two(p));
+            OffsetDeleteRequest::default()
+                .with_group_id(GroupId(name("g")))
+                .with_topics(two(t))
+                .encode(&mut buf, version)
+        }
+        other => panic!("no sample for {other:?}"),
+    };
+    result.unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));
+    buf
+}
+
+#[test]
+fn every_schema_matches_the_codec_at_every_version() {
+    for &(api, min, max) in SUPPORTED {
+        for version in min..=max {
+            let body = sample(api, version);
+            let covered =
+                check(api, version, &body).unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));
+            assert_eq!(
+                covered,
+                body.len(),
+                "{api:?} v{version}: the schema must cover the whole body"
+            );
+        }
+    }
+}
+
+#[test]
+fn impossible_counts_are_refused() {
+    // Metadata v0 claiming 2^31 - 1 topics in four bytes.
+    assert!(check(ApiKey::Metadata, 0, &[0x7f, 0xff, 0xff, 0xff]).is_err());
+    // A produce whose one topic claims 1e9 partitions.
+    let mut body = vec![0xff, 0xff, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, b't'];
+    body.extend_from_slice(&1_000_000_000i32.to_be_bytes());
+    assert!(check(ApiKey::Produce, 3, &body).is_err());
+    // Flexible: a compact array of 2^28 elements.
+    assert!(check(ApiKey::Metadata, 12, &[0x80, 0x80, 0x80, 0x80, 0x01]).is_err());
+}
