@@ -2,8 +2,9 @@
 //!
 //! One file per resource. Each route reads its body or query into a
 //! `#[derive(Deserialize)]` struct (`body` holds the extractors,
-//! `lenient` the serde helpers for the loosely typed fields clients send);
-//! `error` builds every error body; `render` holds shared output shapes.
+//! `lenient` the serde helpers for the loosely typed fields clients send,
+//! `options` the queue options of a configure); `error` builds every error
+//! body; `render` holds shared output shapes.
 
 mod ack;
 mod body;
@@ -17,6 +18,7 @@ mod kv;
 mod lease;
 mod lenient;
 mod messages;
+mod options;
 mod pop;
 mod push;
 mod queues;
