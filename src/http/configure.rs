@@ -47,7 +47,7 @@ pub async fn configure(
             options
         }
         Loose::Absent | Loose::Null => body.top,
-        Loose::Invalid(_) => return Err(ApiError::BadRequest("options must be an object".into())),
+        Loose::Invalid => return Err(ApiError::BadRequest("options must be an object".into())),
     };
     let options = options.into_options().map_err(ApiError::BadRequest)?;
     let info = state.engine.configure_queue(&queue, &options).await?;

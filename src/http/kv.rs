@@ -4,8 +4,8 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::de::IgnoredAny;
-use serde::Deserialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 use serde_json::{json, Map, Value};
 use storage::{
     KvEntry, KvExpiry, KvOp, KvOutcome, KvPreconditionFailed, KvRequest, KvResult, StorageError,
@@ -18,15 +18,29 @@ use super::render::timestamp;
 use super::AppState;
 
 /// The body of `POST /api/v1/kv`: `{"operations": [...]}` or the bare array.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug)]
 pub enum KvBody {
     /// `[op, ...]`.
     Bare(KvOps),
     /// `{"operations": [op, ...]}`.
-    Wrapped(Object<KvWrapped>),
+    Wrapped(KvWrapped),
     /// Anything else, refused.
-    Other(IgnoredAny),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for KvBody {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Every field below is loose, so only the JSON type picks the shape.
+        Ok(match Value::deserialize(deserializer)? {
+            list @ Value::Array(_) => {
+                Self::Bare(KvOps::deserialize(list).map_err(D::Error::custom)?)
+            }
+            object @ Value::Object(_) => {
+                Self::Wrapped(KvWrapped::deserialize(object).map_err(D::Error::custom)?)
+            }
+            _ => Self::Other,
+        })
+    }
 }
 
 /// `{"operations": [...]}`.
@@ -73,13 +87,11 @@ pub async fn kv(
 ) -> Result<Json<Value>, ApiError> {
     let list = match body {
         KvBody::Bare(list) => list,
-        KvBody::Wrapped(Object(o)) => o
+        KvBody::Wrapped(o) => o
             .operations
             .valid()
             .ok_or_else(|| bad("kv_bad_body", "operations must be an array of ops"))?,
-        KvBody::Other(_) => {
-            return Err(bad("kv_bad_body", "the body must be an object or an array"))
-        }
+        KvBody::Other => return Err(bad("kv_bad_body", "the body must be an object or an array")),
     };
     let (names, ops) = parse_ops(list)?;
     match state.engine.kv(ops).await? {
