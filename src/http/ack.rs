@@ -4,12 +4,12 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
 use storage::{AckItem, AckResult, AckStatus, QUEUE_MODE_GROUP};
 
 use super::body::JsonBody;
 use super::error::ApiError;
+use super::lenient::{self, Loose, Object, PartitionIdValue, StatusValue};
 use super::AppState;
 
 /// One acknowledgement's answer.
@@ -27,43 +27,69 @@ pub struct AckJson {
     partition_name: Option<String>,
 }
 
+/// The body of `POST /api/v1/ack`: one acknowledgement and its group.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AckBody {
+    consumer_group: Loose<String>,
+    #[serde(flatten)]
+    item: AckItemBody,
+}
+
+/// The body of `POST /api/v1/ack/batch`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AckBatchBody {
+    consumer_group: Loose<String>,
+    acknowledgments: Loose<Vec<Loose<Object<AckItemBody>>>>,
+}
+
+/// One acknowledgement as clients send it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct AckItemBody {
+    #[serde(deserialize_with = "lenient::text")]
+    transaction_id: Option<String>,
+    partition_id: Loose<PartitionIdValue>,
+    status: Loose<StatusValue>,
+    #[serde(deserialize_with = "lenient::stringified")]
+    error: Option<String>,
+    lease_id: Loose<String>,
+}
+
 /// Acknowledges one message.
 pub async fn single(
     State(state): State<AppState>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Loose<Object<AckBody>>>,
 ) -> Result<Json<Vec<AckJson>>, ApiError> {
-    let Value::Object(body) = body else {
-        return Err(ApiError::BadRequest(
-            "the body must be a JSON object".into(),
-        ));
+    let Some(Object(body)) = body.valid() else {
+        return Err(ApiError::NotAnObject);
     };
-    let group = group(body.get("consumerGroup"))?;
-    let item = item(&body, "")?;
+    let group = group(body.consumer_group)?;
+    let item = item(body.item, "")?;
     Ok(Json(apply(&state, &group, vec![item]).await?))
 }
 
 /// Acknowledges several messages, possibly of several partitions and leases.
 pub async fn batch(
     State(state): State<AppState>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Loose<Object<AckBatchBody>>>,
 ) -> Result<Json<Vec<AckJson>>, ApiError> {
-    let Value::Object(body) = body else {
-        return Err(ApiError::BadRequest(
-            "the body must be a JSON object".into(),
-        ));
+    let Some(Object(body)) = body.valid() else {
+        return Err(ApiError::NotAnObject);
     };
-    let group = group(body.get("consumerGroup"))?;
-    let Some(Value::Array(list)) = body.get("acknowledgments") else {
+    let group = group(body.consumer_group)?;
+    let Some(list) = body.acknowledgments.valid() else {
         return Err(ApiError::BadRequest(
             "acknowledgments array is required".into(),
         ));
     };
     let items = list
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(i, v)| match v {
-            Value::Object(o) => item(o, &format!("acknowledgments[{i}].")),
-            _ => Err(ApiError::BadRequest(format!(
+        .map(|(i, v)| match v.valid() {
+            Some(Object(o)) => item(o, &format!("acknowledgments[{i}].")),
+            None => Err(ApiError::BadRequest(format!(
                 "acknowledgments[{i}] must be an object"
             ))),
         })
@@ -81,63 +107,41 @@ struct Parsed {
     lease_id: Option<String>,
 }
 
-fn group(value: Option<&Value>) -> Result<String, ApiError> {
-    match value {
-        None | Some(Value::Null) => Ok(QUEUE_MODE_GROUP.to_owned()),
-        Some(Value::String(g)) if g.is_empty() => Ok(QUEUE_MODE_GROUP.to_owned()),
-        Some(Value::String(g)) => Ok(g.clone()),
-        Some(_) => Err(ApiError::BadRequest(
+/// The group named, or the queue-mode group when none (or `""`) is.
+fn group(value: Loose<String>) -> Result<String, ApiError> {
+    match value.optional() {
+        Ok(Some(g)) if !g.is_empty() => Ok(g),
+        Ok(_) => Ok(QUEUE_MODE_GROUP.to_owned()),
+        Err(()) => Err(ApiError::BadRequest(
             "consumerGroup must be a string".into(),
         )),
     }
 }
 
-fn item(o: &Map<String, Value>, path: &str) -> Result<Parsed, ApiError> {
-    let transaction_id = match o.get("transactionId") {
-        Some(Value::String(t)) if !t.is_empty() => t.clone(),
-        _ => {
-            return Err(ApiError::BadRequest(format!(
-                "{path}transactionId is required"
-            )))
-        }
+/// Checks one item; `path` prefixes the field names in errors.
+fn item(o: AckItemBody, path: &str) -> Result<Parsed, ApiError> {
+    let bad = |message: &str| ApiError::BadRequest(format!("{path}{message}"));
+    let transaction_id = o
+        .transaction_id
+        .ok_or_else(|| bad("transactionId is required"))?;
+    let partition_id = match o.partition_id.valid() {
+        Some(p) if !p.is_blank() => p.id(),
+        _ => return Err(bad("partitionId is required to ensure message uniqueness")),
     };
-    let partition_id = match o.get("partitionId") {
-        Some(Value::String(p)) if !p.is_empty() => p.trim().parse::<i64>().ok(),
-        Some(Value::Number(n)) => n.as_i64(),
-        _ => {
-            return Err(ApiError::BadRequest(format!(
-                "{path}partitionId is required to ensure message uniqueness"
-            )))
-        }
+    let status = match o.status.optional() {
+        Ok(s) => s.map_or(AckStatus::Completed, |s| s.status()),
+        Err(()) => return Err(bad("status must be a string")),
     };
-    let status = match o.get("status") {
-        None | Some(Value::Null) => AckStatus::Completed,
-        Some(Value::String(s)) => AckStatus::parse(s),
-        Some(Value::Bool(true)) => AckStatus::Completed,
-        Some(Value::Bool(false)) => AckStatus::Failed,
-        Some(_) => {
-            return Err(ApiError::BadRequest(format!(
-                "{path}status must be a string"
-            )))
-        }
-    };
-    let text = |key: &str| -> Result<Option<String>, ApiError> {
-        match o.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.is_empty() => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) if key == "error" => Ok(Some(other.to_string())),
-            Some(_) => Err(ApiError::BadRequest(format!(
-                "{path}{key} must be a string"
-            ))),
-        }
+    let lease_id = match o.lease_id.optional() {
+        Ok(l) => l.filter(|l| !l.is_empty()),
+        Err(()) => return Err(bad("leaseId must be a string")),
     };
     Ok(Parsed {
         transaction_id,
         partition_id,
         status,
-        error: text("error")?,
-        lease_id: text("leaseId")?,
+        error: o.error,
+        lease_id,
     })
 }
 

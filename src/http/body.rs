@@ -1,9 +1,14 @@
-//! Reading JSON request bodies: bounded in size, an empty body read as `{}`,
-//! and errors that name the field at fault.
+//! Reading requests into typed structs: JSON bodies bounded in size, an
+//! empty body read as `{}`, errors that name the field at fault; query
+//! strings likewise, refused with the API's error body.
+
+use std::collections::HashMap;
 
 use axum::body::Body;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 
 use super::error::ApiError;
 use super::AppState;
@@ -41,5 +46,29 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
         de.end()
             .map_err(|e| ApiError::BadRequest(format!("malformed JSON body: {e}")))?;
         Ok(Self(value))
+    }
+}
+
+/// A query string parsed into `T`, whose fields are `Option<String>`: a
+/// repeated key counts once, with its last value.
+#[derive(Debug)]
+pub struct QueryParams<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let bad = |e: &dyn std::fmt::Display| ApiError::BadRequest(format!("invalid query: {e}"));
+        // Through a map first, so that a repeated key is its last value
+        // rather than the "duplicate field" a struct would refuse.
+        let Query(pairs) = Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
+            .map_err(|e| bad(&e.body_text()))?;
+        let object: Map<String, Value> = pairs
+            .into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        serde_json::from_value(Value::Object(object))
+            .map(Self)
+            .map_err(|e| bad(&e))
     }
 }

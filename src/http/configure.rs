@@ -2,40 +2,55 @@
 
 use axum::extract::State;
 use axum::Json;
+use serde::Deserialize;
 use serde_json::{json, Value};
-use storage::QueueOptions;
 
 use super::body::JsonBody;
 use super::error::ApiError;
+use super::lenient::{Loose, Object};
+use super::options::OptionsBody;
 use super::queues::options_json;
 use super::AppState;
+
+/// The configure body: the queue, and its options under `options` or, as
+/// raw callers send them, at the top level.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ConfigureBody {
+    queue: Loose<String>,
+    options: Loose<Object<OptionsBody>>,
+    /// The top-level keys read as options: all of them when `options` is
+    /// absent, else only `namespace` and `task`, which override.
+    #[serde(flatten)]
+    top: OptionsBody,
+}
 
 /// Creates the queue or replaces every option (an omitted one takes its default).
 pub async fn configure(
     State(state): State<AppState>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Loose<Object<ConfigureBody>>>,
 ) -> Result<Json<Value>, ApiError> {
-    let Value::Object(body) = body else {
-        return Err(ApiError::BadRequest(
-            "the body must be a JSON object".into(),
-        ));
+    let Some(Object(body)) = body.valid() else {
+        return Err(ApiError::NotAnObject);
     };
-    let Some(Value::String(queue)) = body.get("queue") else {
+    let Some(queue) = body.queue.valid() else {
         return Err(ApiError::BadRequest("queue is required".into()));
     };
-    // Raw callers may put the options at the top level instead of under `options`.
-    let mut options = match body.get("options") {
-        Some(Value::Object(o)) => o.clone(),
-        None | Some(Value::Null) => body.clone(),
-        Some(_) => return Err(ApiError::BadRequest("options must be an object".into())),
-    };
-    for label in ["namespace", "task"] {
-        if let Some(v) = body.get(label).filter(|v| !v.is_null()) {
-            options.insert(label.to_owned(), v.clone());
+    let options = match body.options {
+        Loose::Valid(Object(mut options)) => {
+            if !body.top.namespace.is_none() {
+                options.namespace = body.top.namespace;
+            }
+            if !body.top.task.is_none() {
+                options.task = body.top.task;
+            }
+            options
         }
-    }
-    let options = QueueOptions::from_json(&options).map_err(ApiError::BadRequest)?;
-    let info = state.engine.configure_queue(queue, &options).await?;
+        Loose::Absent | Loose::Null => body.top,
+        Loose::Invalid => return Err(ApiError::BadRequest("options must be an object".into())),
+    };
+    let options = options.into_options().map_err(ApiError::BadRequest)?;
+    let info = state.engine.configure_queue(&queue, &options).await?;
     Ok(Json(json!({
         "configured": true,
         "queueId": info.id.to_string(),

@@ -4,17 +4,18 @@
 //! Positions come from the same store Kafka consumer groups commit to; lag
 //! is counted from them, time lag from the oldest message not yet consumed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Path, State};
 use axum::Json;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use storage::GroupPosition;
 
-use super::body::JsonBody;
+use super::body::{JsonBody, QueryParams};
 use super::error::ApiError;
+use super::lenient::{Loose, Object};
 use super::render::{parse_timestamp, timestamp};
 use super::AppState;
 
@@ -68,12 +69,19 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
     Ok(Json(Value::Array(list)))
 }
 
+/// The query of `lagging`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaggingQuery {
+    min_lag_seconds: Option<String>,
+}
+
 /// `GET /api/v1/consumer-groups/lagging?minLagSeconds=N`.
 pub async fn lagging(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    QueryParams(query): QueryParams<LaggingQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let min = match query.get("minLagSeconds").filter(|v| !v.is_empty()) {
+    let min = match query.min_lag_seconds.filter(|v| !v.is_empty()) {
         None => DEFAULT_MIN_LAG_SECONDS,
         Some(v) => v
             .parse::<i64>()
@@ -134,19 +142,28 @@ pub async fn describe(
     Ok(Json(Value::Object(queues)))
 }
 
-fn delete_metadata(query: &HashMap<String, String>) -> bool {
-    query
-        .get("deleteMetadata")
-        .is_none_or(|v| !v.eq_ignore_ascii_case("false"))
+/// The query of the deletes: metadata goes too unless `deleteMetadata=false`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteQuery {
+    delete_metadata: Option<String>,
+}
+
+impl DeleteQuery {
+    fn metadata(&self) -> bool {
+        self.delete_metadata
+            .as_ref()
+            .is_none_or(|v| !v.eq_ignore_ascii_case("false"))
+    }
 }
 
 /// `DELETE /api/v1/consumer-groups/{group}?deleteMetadata=`.
 pub async fn delete(
     State(state): State<AppState>,
     Path(group): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
+    QueryParams(query): QueryParams<DeleteQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let metadata = delete_metadata(&query);
+    let metadata = query.metadata();
     let deleted = state
         .engine
         .delete_consumer_group(&group, None, metadata)
@@ -163,9 +180,9 @@ pub async fn delete(
 pub async fn delete_for_queue(
     State(state): State<AppState>,
     Path((group, queue)): Path<(String, String)>,
-    Query(query): Query<HashMap<String, String>>,
+    QueryParams(query): QueryParams<DeleteQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let metadata = delete_metadata(&query);
+    let metadata = query.metadata();
     let deleted = state
         .engine
         .delete_consumer_group(&group, Some(&queue), metadata)
@@ -179,51 +196,65 @@ pub async fn delete_for_queue(
     })))
 }
 
+/// The seek body: `toEnd: true`, or a `timestamp`, or nothing at all.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SeekBody {
+    to_end: Loose<bool>,
+    timestamp: Loose<String>,
+    /// Any other key, kept only so that `{"x": 1}` does not read as `{}`.
+    #[serde(flatten)]
+    others: BTreeMap<String, IgnoredAny>,
+}
+
 /// `POST /api/v1/consumer-groups/{group}/queues/{queue}/seek`: to the end
 /// (also when the body is empty) or to a timestamp.
 pub async fn seek(
     State(state): State<AppState>,
     Path((group, queue)): Path<(String, String)>,
-    JsonBody(body): JsonBody<Value>,
-) -> Result<Response, ApiError> {
+    JsonBody(body): JsonBody<Loose<Object<SeekBody>>>,
+) -> Result<Json<Value>, ApiError> {
     let refuse = || {
-        (
-            StatusCode::BAD_REQUEST,
-            Json(json!({"success": false, "error": "Must specify toEnd=true or a timestamp", "code": "bad_request"})),
-        )
-            .into_response()
+        ApiError::Unsuccessful(Box::new(ApiError::BadRequest(
+            "Must specify toEnd=true or a timestamp".into(),
+        )))
     };
-    let to_end = body.get("toEnd").and_then(Value::as_bool);
-    let at = match body.get("timestamp") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(t)) => match parse_timestamp(t) {
-            Some(ms) => Some(ms),
-            None => return Ok(refuse()),
-        },
-        Some(_) => return Ok(refuse()),
+    let Some(Object(body)) = body.valid() else {
+        return Err(refuse());
     };
-    let target = match (to_end, at) {
+    let empty = matches!(
+        (&body.to_end, &body.timestamp),
+        (Loose::Absent, Loose::Absent)
+    ) && body.others.is_empty();
+    let at = match body.timestamp.optional() {
+        Ok(None) => None,
+        Ok(Some(t)) => Some(parse_timestamp(&t).ok_or_else(refuse)?),
+        Err(()) => return Err(refuse()),
+    };
+    let target = match (body.to_end.valid(), at) {
         (Some(true), _) => None,
         (_, Some(ms)) => Some(ms),
-        (None, None) if body.as_object().is_some_and(|o| o.is_empty()) => None,
-        _ => return Ok(refuse()),
+        (None, None) if empty => None,
+        _ => return Err(refuse()),
     };
-    match state.engine.seek(&group, &queue, target).await? {
-        None => Ok((
-            StatusCode::NOT_FOUND,
-            Json(json!({"success": false, "error": "Queue not found", "code": "queue_not_found"})),
-        )
-            .into_response()),
-        Some(updated) => Ok(Json(json!({
-            "success": true,
-            "consumerGroup": group,
-            "queueName": queue,
-            "seekToEnd": target.is_none(),
-            "targetTimestamp": target.map(timestamp),
-            "partitionsUpdated": updated,
-        }))
-        .into_response()),
-    }
+    let Some(updated) = state.engine.seek(&group, &queue, target).await? else {
+        return Err(ApiError::Unsuccessful(Box::new(ApiError::QueueNotFound)));
+    };
+    Ok(Json(json!({
+        "success": true,
+        "consumerGroup": group,
+        "queueName": queue,
+        "seekToEnd": target.is_none(),
+        "targetTimestamp": target.map(timestamp),
+        "partitionsUpdated": updated,
+    })))
+}
+
+/// The subscription body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SubscriptionBody {
+    subscription_timestamp: Loose<String>,
 }
 
 /// `POST /api/v1/consumer-groups/{group}/subscription`: rewrites the
@@ -231,14 +262,17 @@ pub async fn seek(
 pub async fn subscription(
     State(state): State<AppState>,
     Path(group): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Loose<Object<SubscriptionBody>>>,
 ) -> Result<Json<Value>, ApiError> {
-    let Some(Value::String(text)) = body.get("subscriptionTimestamp") else {
+    let Some(text) = body
+        .valid()
+        .and_then(|Object(b)| b.subscription_timestamp.valid())
+    else {
         return Err(ApiError::BadRequest(
             "subscriptionTimestamp is required".into(),
         ));
     };
-    let at = parse_timestamp(text).ok_or_else(|| {
+    let at = parse_timestamp(&text).ok_or_else(|| {
         ApiError::BadRequest("subscriptionTimestamp must be an ISO-8601 timestamp".into())
     })?;
     let rows = state.engine.set_subscription_start(&group, at).await?;

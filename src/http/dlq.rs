@@ -1,13 +1,13 @@
 //! `GET /api/v1/dlq` (3.13): a queue's dead letters, newest first, with
 //! `total`, `limit` and `offset`.
 
-use std::collections::HashMap;
-
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::Json;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use storage::DeadLetterQuery;
 
+use super::body::QueryParams;
 use super::content::insert_content;
 use super::error::ApiError;
 use super::render::{parse_timestamp, timestamp};
@@ -19,45 +19,54 @@ const DEFAULT_LIMIT: i64 = 100;
 /// The largest page.
 const MAX_LIMIT: i64 = 10_000;
 
+/// The query of the list; an empty value is absent.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DlqQuery {
+    queue: Option<String>,
+    consumer_group: Option<String>,
+    partition: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    limit: Option<String>,
+    offset: Option<String>,
+}
+
 /// Lists dead letters of `queue`, optionally of one group or partition,
 /// filed between `from` and `to`.
 pub async fn list(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    QueryParams(query): QueryParams<DlqQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let Some(queue) = query.get("queue").filter(|q| !q.is_empty()) else {
+    let given = |v: Option<String>| v.filter(|v| !v.is_empty());
+    let Some(queue) = given(query.queue) else {
         return Err(ApiError::BadRequest("queue is required".into()));
     };
-    let int = |name: &str, default: i64| -> Result<i64, ApiError> {
-        match query.get(name).filter(|v| !v.is_empty()) {
+    let int = |name: &str, value: Option<String>, default: i64| -> Result<i64, ApiError> {
+        match given(value) {
             None => Ok(default),
             Some(v) => v.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
                 ApiError::BadRequest(format!("{name} must be a non-negative integer"))
             }),
         }
     };
-    let time = |name: &str| -> Result<Option<i64>, ApiError> {
-        query
-            .get(name)
-            .filter(|v| !v.is_empty())
+    let time = |name: &str, value: Option<String>| -> Result<Option<i64>, ApiError> {
+        given(value)
             .map(|v| {
-                parse_timestamp(v).ok_or_else(|| {
+                parse_timestamp(&v).ok_or_else(|| {
                     ApiError::BadRequest(format!("{name} must be an ISO-8601 timestamp"))
                 })
             })
             .transpose()
     };
-    let limit = int("limit", DEFAULT_LIMIT)?.clamp(1, MAX_LIMIT);
-    let offset = int("offset", 0)?;
+    let limit = int("limit", query.limit, DEFAULT_LIMIT)?.clamp(1, MAX_LIMIT);
+    let offset = int("offset", query.offset, 0)?;
     let request = DeadLetterQuery {
-        queue: queue.clone(),
-        group: query
-            .get("consumerGroup")
-            .filter(|g| !g.is_empty())
-            .cloned(),
-        partition: query.get("partition").filter(|p| !p.is_empty()).cloned(),
-        from_ms: time("from")?,
-        to_ms: time("to")?,
+        queue,
+        group: given(query.consumer_group),
+        partition: given(query.partition),
+        from_ms: time("from", query.from)?,
+        to_ms: time("to", query.to)?,
         limit,
         offset,
     };

@@ -14,12 +14,29 @@ pub enum ApiError {
     /// The request is malformed: 400 `bad_request`.
     #[error("{0}")]
     BadRequest(String),
+    /// The body is JSON but not the object the route reads: 400 `bad_request`.
+    #[error("the body must be a JSON object")]
+    NotAnObject,
     /// The body is larger than the configured limit: 413 `payload_too_large`.
     #[error("request body exceeds the limit of {0} bytes")]
     PayloadTooLarge(usize),
     /// No route matches: 404 `no_such_route`.
     #[error("not found")]
     NoSuchRoute,
+    /// The queue named in the path does not exist: 404 `queue_not_found`.
+    #[error("Queue not found")]
+    QueueNotFound,
+    /// No message has that partition and transaction id: 404 `message_not_found`.
+    #[error("Message not found")]
+    MessageNotFound,
+    /// An operation that answers `success` refused: the inner error with
+    /// `"success": false` beside it.
+    #[error(transparent)]
+    Unsuccessful(Box<ApiError>),
+    /// A pop refused: the inner error with `"success": false` and no
+    /// `messages`, the shape a consumer reads.
+    #[error(transparent)]
+    PopRefused(Box<ApiError>),
     /// The engine refused or failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
@@ -28,9 +45,12 @@ pub enum ApiError {
 impl ApiError {
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
-            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            Self::BadRequest(_) | Self::NotAnObject => (StatusCode::BAD_REQUEST, "bad_request"),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::NoSuchRoute => (StatusCode::NOT_FOUND, "no_such_route"),
+            Self::QueueNotFound => (StatusCode::NOT_FOUND, "queue_not_found"),
+            Self::MessageNotFound => (StatusCode::NOT_FOUND, "message_not_found"),
+            Self::Unsuccessful(inner) | Self::PopRefused(inner) => inner.status_and_code(),
             Self::Storage(e) => match e {
                 StorageError::InvalidInput(_) => (StatusCode::BAD_REQUEST, "bad_request"),
                 StorageError::KvBadRequest { .. } => (StatusCode::BAD_REQUEST, "kv_bad_request"),
@@ -73,6 +93,12 @@ impl IntoResponse for ApiError {
             }
             Self::Storage(e @ StorageError::KvValueTooLarge { .. }) => {
                 json!({ "error": code, "reason": "kv_value_too_large", "detail": e.to_string() })
+            }
+            Self::Unsuccessful(_) => {
+                json!({ "success": false, "error": message, "code": code })
+            }
+            Self::PopRefused(_) => {
+                json!({ "success": false, "error": message, "code": code, "messages": [] })
             }
             _ => json!({ "error": message, "code": code }),
         };

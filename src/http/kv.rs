@@ -4,6 +4,8 @@
 
 use axum::extract::State;
 use axum::Json;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 use serde_json::{json, Map, Value};
 use storage::{
     KvEntry, KvExpiry, KvOp, KvOutcome, KvPreconditionFailed, KvRequest, KvResult, StorageError,
@@ -11,25 +13,87 @@ use storage::{
 
 use super::body::JsonBody;
 use super::error::ApiError;
+use super::lenient::{self, Loose, Object};
 use super::render::timestamp;
 use super::AppState;
+
+/// The body of `POST /api/v1/kv`: `{"operations": [...]}` or the bare array.
+#[derive(Debug)]
+pub enum KvBody {
+    /// `[op, ...]`.
+    Bare(KvOps),
+    /// `{"operations": [op, ...]}`.
+    Wrapped(KvWrapped),
+    /// Anything else, refused.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for KvBody {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Every field below is loose, so only the JSON type picks the shape.
+        Ok(match Value::deserialize(deserializer)? {
+            list @ Value::Array(_) => {
+                Self::Bare(KvOps::deserialize(list).map_err(D::Error::custom)?)
+            }
+            object @ Value::Object(_) => {
+                Self::Wrapped(KvWrapped::deserialize(object).map_err(D::Error::custom)?)
+            }
+            _ => Self::Other,
+        })
+    }
+}
+
+/// `{"operations": [...]}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct KvWrapped {
+    operations: Loose<KvOps>,
+}
+
+/// A list of KV ops as sent; an element that is not an object is refused
+/// by its index.
+pub type KvOps = Vec<Loose<Object<KvOpBody>>>;
+
+/// One KV op as clients send it. Every field is loose: a wrong type is
+/// refused with the `kv_bad_*` reason of that field.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct KvOpBody {
+    op: Loose<String>,
+    ns: Loose<String>,
+    key: Loose<String>,
+    keys: Loose<Vec<Loose<String>>>,
+    prefix: Loose<String>,
+    after: Loose<String>,
+    limit: Loose<i64>,
+    keys_only: Loose<bool>,
+    /// The value to write: any JSON, `null` included; `None` when absent.
+    #[serde(deserialize_with = "lenient::present")]
+    value: Option<Value>,
+    ttl_seconds: Loose<i64>,
+    forever: Loose<bool>,
+    expect: Loose<i64>,
+    delta: Loose<i64>,
+    min: Loose<i64>,
+    max: Loose<i64>,
+    required: Loose<bool>,
+}
 
 /// Runs the ops; 200 with `results`, or 200 `ok: false` when a required op
 /// lost its precondition.
 pub async fn kv(
     State(state): State<AppState>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<KvBody>,
 ) -> Result<Json<Value>, ApiError> {
-    // The body is `{"operations": [...]}` or the bare array.
     let list = match body {
-        Value::Array(list) => list,
-        Value::Object(mut o) => match o.remove("operations") {
-            Some(Value::Array(list)) => list,
-            _ => return Err(bad("kv_bad_body", "operations must be an array of ops")),
-        },
-        _ => return Err(bad("kv_bad_body", "the body must be an object or an array")),
+        KvBody::Bare(list) => list,
+        KvBody::Wrapped(o) => o
+            .operations
+            .valid()
+            .ok_or_else(|| bad("kv_bad_body", "operations must be an array of ops"))?,
+        KvBody::Other => return Err(bad("kv_bad_body", "the body must be an object or an array")),
     };
-    let (names, ops) = parse_ops(&list)?;
+    let (names, ops) = parse_ops(list)?;
     match state.engine.kv(ops).await? {
         KvOutcome::Done(results) => Ok(Json(json!({
             "results": results
@@ -62,13 +126,13 @@ fn bad(reason: &'static str, detail: impl Into<String>) -> ApiError {
     })
 }
 
-/// Parses a list of ops; returns each op's name as sent (echoed in its
+/// Checks a list of ops; returns each op's name as sent (echoed in its
 /// result) beside the ops.
-pub fn parse_ops(list: &[Value]) -> Result<(Vec<String>, Vec<KvRequest>), ApiError> {
+pub fn parse_ops(list: KvOps) -> Result<(Vec<String>, Vec<KvRequest>), ApiError> {
     let mut names = Vec::with_capacity(list.len());
     let mut ops = Vec::with_capacity(list.len());
-    for (i, v) in list.iter().enumerate() {
-        let Value::Object(o) = v else {
+    for (i, v) in list.into_iter().enumerate() {
+        let Some(Object(o)) = v.valid() else {
             return Err(bad("kv_bad_op", format!("op {i} must be an object")));
         };
         let (name, op) = parse_op(i, o)?;
@@ -78,37 +142,31 @@ pub fn parse_ops(list: &[Value]) -> Result<(Vec<String>, Vec<KvRequest>), ApiErr
     Ok((names, ops))
 }
 
-fn parse_op(i: usize, o: &Map<String, Value>) -> Result<(String, KvRequest), ApiError> {
-    let name = match o.get("op") {
-        Some(Value::String(s)) => s.clone(),
-        _ => return Err(bad("kv_bad_op", format!("op {i}: op must be a string"))),
+/// Checks one op, field by field in the order clients have always been
+/// answered (the op, its own fields, `required`, then `ns`).
+fn parse_op(i: usize, o: KvOpBody) -> Result<(String, KvRequest), ApiError> {
+    let Some(name) = o.op.valid() else {
+        return Err(bad("kv_bad_op", format!("op {i}: op must be a string")));
     };
-    let text = |field: &str| -> Result<String, ApiError> {
-        match o.get(field) {
-            Some(Value::String(s)) => Ok(s.clone()),
-            _ => Err(bad(
-                if field == "ns" {
-                    "kv_bad_ns"
-                } else {
-                    "kv_bad_key"
-                },
+    let text = |value: Loose<String>, field: &str, reason: &'static str| {
+        value.valid().ok_or_else(|| {
+            bad(
+                reason,
                 format!("op {i}: {field} must be a non-empty string"),
-            )),
-        }
+            )
+        })
     };
-    let int = |field: &str| -> Result<Option<i64>, ApiError> {
-        match o.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => v.as_i64().map(Some).ok_or_else(|| {
-                bad(
-                    "kv_bad_number",
-                    format!("op {i}: {field} must be an integer"),
-                )
-            }),
-        }
+    let key = |value: Loose<String>| text(value, "key", "kv_bad_key");
+    let int = |value: Loose<i64>, field: &str| {
+        value.optional().map_err(|()| {
+            bad(
+                "kv_bad_number",
+                format!("op {i}: {field} must be an integer"),
+            )
+        })
     };
-    let expect = || -> Result<Option<i64>, ApiError> {
-        let e = int("expect")?;
+    let expect = |value: Loose<i64>| -> Result<Option<i64>, ApiError> {
+        let e = int(value, "expect")?;
         if e.is_some_and(|e| e < 0) {
             return Err(bad(
                 "kv_bad_expect",
@@ -117,20 +175,19 @@ fn parse_op(i: usize, o: &Map<String, Value>) -> Result<(String, KvRequest), Api
         }
         Ok(e)
     };
-    let expiry = || -> Result<KvExpiry, ApiError> {
-        let forever = matches!(o.get("forever"), Some(Value::Bool(true)));
-        let ttl = o.get("ttlSeconds").filter(|v| !v.is_null());
-        match (ttl, forever) {
-            (Some(_), true) => Err(bad(
+    let expiry = |ttl: Loose<i64>, forever: Loose<bool>| -> Result<KvExpiry, ApiError> {
+        let forever = matches!(forever, Loose::Valid(true));
+        match (ttl.is_none(), forever) {
+            (false, true) => Err(bad(
                 "kv_expiry_conflict",
                 format!("op {i}: give ttlSeconds or forever, not both"),
             )),
-            (None, false) => Err(bad(
+            (true, false) => Err(bad(
                 "kv_expiry_not_specified",
                 format!("op {i}: a write needs ttlSeconds (> 0) or forever: true"),
             )),
-            (None, true) => Ok(KvExpiry::Forever),
-            (Some(v), false) => match v.as_i64() {
+            (true, true) => Ok(KvExpiry::Forever),
+            (false, false) => match ttl.valid() {
                 Some(s) if s > 0 => Ok(KvExpiry::Ttl(s)),
                 _ => Err(bad(
                     "kv_bad_ttl",
@@ -139,20 +196,19 @@ fn parse_op(i: usize, o: &Map<String, Value>) -> Result<(String, KvRequest), Api
             },
         }
     };
-    let value = || -> Result<Value, ApiError> {
-        o.get("value")
-            .cloned()
-            .ok_or_else(|| bad("kv_value_missing", format!("op {i}: value is required")))
+    let value = |value: Option<Value>| {
+        value.ok_or_else(|| bad("kv_value_missing", format!("op {i}: value is required")))
     };
     let op = match name.as_str() {
-        "get" => KvOp::Get { key: text("key")? },
-        "getMany" => match o.get("keys") {
-            Some(Value::Array(keys)) if !keys.is_empty() => KvOp::GetMany {
+        "get" => KvOp::Get { key: key(o.key)? },
+        "getMany" => match o.keys.valid() {
+            Some(keys) if !keys.is_empty() => KvOp::GetMany {
                 keys: keys
-                    .iter()
-                    .map(|k| match k {
-                        Value::String(s) => Ok(s.clone()),
-                        _ => Err(bad("kv_bad_key", format!("op {i}: keys must be strings"))),
+                    .into_iter()
+                    .map(|k| {
+                        k.valid().ok_or_else(|| {
+                            bad("kv_bad_key", format!("op {i}: keys must be strings"))
+                        })
                     })
                     .collect::<Result<_, _>>()?,
             },
@@ -164,44 +220,37 @@ fn parse_op(i: usize, o: &Map<String, Value>) -> Result<(String, KvRequest), Api
             }
         },
         "getPrefix" => KvOp::GetPrefix {
-            prefix: text("prefix").map_err(|_| {
-                bad(
-                    "kv_bad_prefix",
-                    format!("op {i}: prefix must be a non-empty string"),
-                )
-            })?,
-            after: match o.get("after") {
-                Some(Value::String(s)) => Some(s.clone()),
-                _ => None,
-            },
-            limit: int("limit")?.map_or(storage::kv::DEFAULT_PREFIX_LIMIT, |l| l.max(1) as usize),
-            keys_only: matches!(o.get("keysOnly"), Some(Value::Bool(true))),
+            prefix: text(o.prefix, "prefix", "kv_bad_prefix")?,
+            after: o.after.valid(),
+            limit: int(o.limit, "limit")?
+                .map_or(storage::kv::DEFAULT_PREFIX_LIMIT, |l| l.max(1) as usize),
+            keys_only: matches!(o.keys_only, Loose::Valid(true)),
         },
         "put" => KvOp::Put {
-            key: text("key")?,
-            value: value()?,
-            expiry: expiry()?,
-            expect: expect()?,
+            key: key(o.key)?,
+            value: value(o.value)?,
+            expiry: expiry(o.ttl_seconds, o.forever)?,
+            expect: expect(o.expect)?,
         },
         "putIfAbsent" => KvOp::PutIfAbsent {
-            key: text("key")?,
-            value: value()?,
-            expiry: expiry()?,
+            key: key(o.key)?,
+            value: value(o.value)?,
+            expiry: expiry(o.ttl_seconds, o.forever)?,
         },
         "delete" => KvOp::Delete {
-            key: text("key")?,
-            expect: expect()?,
+            key: key(o.key)?,
+            expect: expect(o.expect)?,
         },
         "incr" => KvOp::Incr {
-            key: text("key")?,
-            delta: int("delta")?.unwrap_or(1),
-            min: int("min")?,
-            max: int("max")?,
-            expiry: expiry()?,
+            key: key(o.key)?,
+            delta: int(o.delta, "delta")?.unwrap_or(1),
+            min: int(o.min, "min")?,
+            max: int(o.max, "max")?,
+            expiry: expiry(o.ttl_seconds, o.forever)?,
         },
         "check" => KvOp::Check {
-            key: text("key")?,
-            expect: expect()?
+            key: key(o.key)?,
+            expect: expect(o.expect)?
                 .ok_or_else(|| bad("kv_bad_expect", format!("op {i}: check needs expect")))?,
         },
         other => {
@@ -211,22 +260,18 @@ fn parse_op(i: usize, o: &Map<String, Value>) -> Result<(String, KvRequest), Api
             ))
         }
     };
-    let required = match o.get("required") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => {
-            return Err(bad(
-                "kv_bad_required",
-                format!("op {i}: required must be a boolean"),
-            ))
-        }
-    };
+    let required = o.required.optional().map_err(|()| {
+        bad(
+            "kv_bad_required",
+            format!("op {i}: required must be a boolean"),
+        )
+    })?;
     Ok((
         name,
         KvRequest {
-            ns: text("ns")?,
+            ns: text(o.ns, "ns", "kv_bad_ns")?,
             op,
-            required,
+            required: required.unwrap_or(false),
         },
     ))
 }

@@ -3,28 +3,40 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body::JsonBody;
 use super::error::ApiError;
+use super::lenient::{Loose, Object};
 use super::render::timestamp;
 use super::AppState;
 
 /// How long a renewal extends a lease when the body names no `seconds`.
 const DEFAULT_SECONDS: i64 = 60;
 
+/// The renewal body; any JSON that is not an object reads as `{}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ExtendBody {
+    seconds: Loose<i64>,
+}
+
 /// Extends the lease to at least now + `seconds` (default 60).
 pub async fn extend(
     State(state): State<AppState>,
     Path(lease_id): Path<String>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Loose<Object<ExtendBody>>>,
 ) -> Result<Json<Value>, ApiError> {
-    let seconds = match body.get("seconds") {
-        None | Some(Value::Null) => DEFAULT_SECONDS,
-        Some(v) => v
-            .as_i64()
-            .filter(|s| *s >= 0)
-            .ok_or_else(|| ApiError::BadRequest("seconds must be a non-negative integer".into()))?,
+    let body = body.valid().map(|Object(b)| b).unwrap_or_default();
+    let seconds = match body.seconds.optional() {
+        Ok(None) => DEFAULT_SECONDS,
+        Ok(Some(s)) if s >= 0 => s,
+        _ => {
+            return Err(ApiError::BadRequest(
+                "seconds must be a non-negative integer".into(),
+            ))
+        }
     };
     let e = state.engine.extend_lease(&lease_id, seconds).await?;
     let expires = e.expires_at_ms.map(timestamp);

@@ -2,8 +2,6 @@
 //! message with its state.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 use storage::MessageState;
@@ -17,19 +15,12 @@ use super::AppState;
 pub async fn get(
     State(state): State<AppState>,
     Path((partition_id, transaction_id)): Path<(String, String)>,
-) -> Result<Response, ApiError> {
-    let not_found = || {
-        (
-            StatusCode::NOT_FOUND,
-            Json(json!({"error": "Message not found", "code": "message_not_found"})),
-        )
-            .into_response()
-    };
+) -> Result<Json<Value>, ApiError> {
     let Ok(id) = partition_id.trim().parse::<i64>() else {
-        return Ok(not_found());
+        return Err(ApiError::MessageNotFound);
     };
     let Some(m) = state.engine.message(id, &transaction_id).await? else {
-        return Ok(not_found());
+        return Err(ApiError::MessageNotFound);
     };
     let (namespace, task) = match state.engine.queue(&m.queue).await? {
         Some(q) => (q.options.namespace, q.options.task),
@@ -66,5 +57,5 @@ pub async fn get(
         "leaseExpiresAt".into(),
         json!(m.lease_expires_at_ms.map(timestamp)),
     );
-    Ok(Json(Value::Object(out)).into_response())
+    Ok(Json(Value::Object(out)))
 }

@@ -1,7 +1,10 @@
 //! The native HTTP API of Queen MQ: parse, call the engine, render.
 //!
-//! One file per resource; `error` maps every failure to a status and a JSON
-//! body; `body` reads JSON bodies; `render` holds shared output shapes.
+//! One file per resource. Each route reads its body or query into a
+//! `#[derive(Deserialize)]` struct (`body` holds the extractors,
+//! `lenient` the serde helpers for the loosely typed fields clients send,
+//! `options` the queue options of a configure); `error` builds every error
+//! body; `render` holds shared output shapes.
 
 mod ack;
 mod body;
@@ -13,7 +16,9 @@ mod error;
 mod health;
 mod kv;
 mod lease;
+mod lenient;
 mod messages;
+mod options;
 mod pop;
 mod push;
 mod queues;

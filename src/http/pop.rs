@@ -6,18 +6,18 @@
 //! holds the request until a message arrives or `timeout` ms pass, and
 //! answers before the timeout.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_json::value::RawValue;
 use storage::{PopOutcome, PopRequest, PoppedMessage, SubscriptionMode, QUEUE_MODE_GROUP};
 
+use super::body::QueryParams;
 use super::content::{self, KafkaFields};
 use super::error::ApiError;
 use super::render::{parse_timestamp, timestamp};
@@ -36,7 +36,7 @@ const MAX_TIMEOUT_MS: u64 = 10 * 60 * 1000;
 pub async fn queue(
     State(state): State<AppState>,
     Path(queue): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
+    QueryParams(query): QueryParams<PopQuery>,
 ) -> Result<Response, ApiError> {
     run(&state, Target::Queue(queue, None), &query).await
 }
@@ -45,7 +45,7 @@ pub async fn queue(
 pub async fn partition(
     State(state): State<AppState>,
     Path((queue, partition)): Path<(String, String)>,
-    Query(query): Query<HashMap<String, String>>,
+    QueryParams(query): QueryParams<PopQuery>,
 ) -> Result<Response, ApiError> {
     run(&state, Target::Queue(queue, Some(partition)), &query).await
 }
@@ -53,9 +53,43 @@ pub async fn partition(
 /// Pops from every queue of a namespace and/or task.
 pub async fn matching(
     State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
+    QueryParams(query): QueryParams<PopQuery>,
 ) -> Result<Response, ApiError> {
     run(&state, Target::Matching, &query).await
+}
+
+/// The query of a pop, as the client sends it. Flags are true as `true`
+/// (any case) or `1`; an empty number is absent.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PopQuery {
+    batch: Option<String>,
+    partitions: Option<String>,
+    timeout: Option<String>,
+    lease_seconds: Option<String>,
+    consumer_group: Option<String>,
+    subscription_from: Option<String>,
+    subscription_mode: Option<String>,
+    wait: Option<String>,
+    auto_ack: Option<String>,
+    autopilot: Option<String>,
+    conflation: Option<String>,
+    namespace: Option<String>,
+    task: Option<String>,
+}
+
+fn flag(value: Option<&str>) -> bool {
+    value.is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+fn number(name: &str, value: Option<&str>) -> Result<Option<u64>, ApiError> {
+    value
+        .filter(|v| !v.is_empty())
+        .map(|v| {
+            v.parse::<u64>()
+                .map_err(|_| ApiError::BadRequest(format!("{name} must be a non-negative integer")))
+        })
+        .transpose()
 }
 
 enum Target {
@@ -102,55 +136,31 @@ struct PopJson<'a> {
     autopilot: Option<serde_json::Value>,
 }
 
-async fn run(
-    state: &AppState,
-    target: Target,
-    query: &HashMap<String, String>,
-) -> Result<Response, ApiError> {
-    let flag = |name: &str| {
-        query
-            .get(name)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
-    };
-    if flag("conflation") {
+async fn run(state: &AppState, target: Target, query: &PopQuery) -> Result<Response, ApiError> {
+    if flag(query.conflation.as_deref()) {
         // Ignoring it would hand a last-value consumer its whole backlog.
-        return Ok((
-            StatusCode::BAD_REQUEST,
-            Json(json!({
-                "success": false,
-                "error": "conflation is not supported by this broker",
-                "code": "bad_request",
-                "messages": [],
-            })),
-        )
-            .into_response());
+        return Err(ApiError::PopRefused(Box::new(ApiError::BadRequest(
+            "conflation is not supported by this broker".into(),
+        ))));
     }
-    let number = |name: &str| -> Result<Option<u64>, ApiError> {
-        query
-            .get(name)
-            .filter(|v| !v.is_empty())
-            .map(|v| {
-                v.parse::<u64>().map_err(|_| {
-                    ApiError::BadRequest(format!("{name} must be a non-negative integer"))
-                })
-            })
-            .transpose()
-    };
-    let autopilot = flag("autopilot");
-    let batch = number("batch")?
+    let autopilot = flag(query.autopilot.as_deref());
+    let batch = number("batch", query.batch.as_deref())?
         .map_or(DEFAULT_BATCH, |b| b as usize)
         .max(1);
-    let partitions = number("partitions")?.map_or(1, |p| p as usize).max(1);
-    let timeout_ms = number("timeout")?
+    let partitions = number("partitions", query.partitions.as_deref())?
+        .map_or(1, |p| p as usize)
+        .max(1);
+    let timeout_ms = number("timeout", query.timeout.as_deref())?
         .unwrap_or(DEFAULT_TIMEOUT_MS)
         .min(MAX_TIMEOUT_MS);
-    let lease_seconds = number("leaseSeconds")?.map(|s| s.min(i64::MAX as u64) as i64);
+    let lease_seconds = number("leaseSeconds", query.lease_seconds.as_deref())?
+        .map(|s| s.min(i64::MAX as u64) as i64);
     let group = query
-        .get("consumerGroup")
+        .consumer_group
+        .clone()
         .filter(|g| !g.is_empty())
-        .cloned()
         .unwrap_or_else(|| QUEUE_MODE_GROUP.to_owned());
-    let subscription = match query.get("subscriptionFrom").filter(|v| !v.is_empty()) {
+    let subscription = match query.subscription_from.as_deref().filter(|v| !v.is_empty()) {
         Some(from) if from.eq_ignore_ascii_case("now") => SubscriptionMode::New,
         Some(from) => SubscriptionMode::From(parse_timestamp(from).ok_or_else(|| {
             ApiError::BadRequest(format!(
@@ -158,14 +168,15 @@ async fn run(
             ))
         })?),
         None => query
-            .get("subscriptionMode")
+            .subscription_mode
+            .as_ref()
             .filter(|v| !v.is_empty())
             .map_or(state.default_subscription, |m| {
                 SubscriptionMode::from_name(m)
             }),
     };
-    let wait = flag("wait").then(|| Duration::from_millis(timeout_ms));
-    let auto_ack = flag("autoAck");
+    let wait = flag(query.wait.as_deref()).then(|| Duration::from_millis(timeout_ms));
+    let auto_ack = flag(query.auto_ack.as_deref());
 
     let (queue_name, partition) = match &target {
         Target::Queue(q, p) => {
@@ -191,8 +202,8 @@ async fn run(
     let outcome = match target {
         Target::Queue(..) => state.engine.pop(&request).await?,
         Target::Matching => {
-            let namespace = query.get("namespace").map(String::as_str);
-            let task = query.get("task").map(String::as_str);
+            let namespace = query.namespace.as_deref();
+            let task = query.task.as_deref();
             if namespace.is_none_or(str::is_empty) && task.is_none_or(str::is_empty) {
                 return Err(ApiError::BadRequest(
                     "a pop without a queue needs namespace or task".into(),

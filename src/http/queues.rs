@@ -2,15 +2,13 @@
 //! and `DELETE /api/v1/resources/queues/:queue`. Counts come from the
 //! consumer groups' positions and leases (the slowest group's, unless one is named).
 
-use std::collections::HashMap;
-
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Path, State};
 use axum::Json;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use storage::{PartitionDepth, QueueInfo, QueueOptions};
 
+use super::body::QueryParams;
 use super::error::ApiError;
 use super::render::timestamp;
 use super::AppState;
@@ -53,12 +51,22 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
 }
 
 /// One queue with its partitions and their counts.
-pub async fn get(State(state): State<AppState>, Path(name): Path<String>) -> Response {
-    match state.engine.depth(&name, None).await {
-        Ok(Some((q, depths))) => Json(queue_json(&q, &depths)).into_response(),
-        Ok(None) => not_found(),
-        Err(e) => ApiError::from(e).into_response(),
-    }
+pub async fn get(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (q, depths) = state
+        .engine
+        .depth(&name, None)
+        .await?
+        .ok_or(ApiError::QueueNotFound)?;
+    Ok(Json(queue_json(&q, &depths)))
+}
+
+/// The query of `depth`: the group to count for (empty is none).
+#[derive(Debug, Deserialize)]
+pub struct DepthQuery {
+    group: Option<String>,
 }
 
 /// `GET /api/v1/resources/queues/{queue}/depth[?group=]`: messages not yet
@@ -66,40 +74,30 @@ pub async fn get(State(state): State<AppState>, Path(name): Path<String>) -> Res
 pub async fn depth(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    let group = query.get("group").filter(|g| !g.is_empty());
-    match state.engine.depth(&name, group.map(String::as_str)).await {
-        Ok(Some((q, depths))) => {
-            let pending: i64 = depths.iter().map(|d| d.pending + d.processing).sum();
-            let partitions: Vec<Value> = q
-                .partitions
-                .iter()
-                .zip(&depths)
-                .map(|(p, d)| json!({"partition": p.name, "pending": d.pending + d.processing}))
-                .collect();
-            Json(json!({
-                "queue": q.name,
-                "group": group,
-                "pending": pending,
-                "partitionsPending": depths.iter().filter(|d| d.pending + d.processing > 0).count(),
-                "conflation": false,
-                "effectivePending": pending,
-                "partitions": partitions,
-            }))
-            .into_response()
-        }
-        Ok(None) => not_found(),
-        Err(e) => ApiError::from(e).into_response(),
-    }
-}
-
-fn not_found() -> Response {
-    (
-        StatusCode::NOT_FOUND,
-        Json(json!({ "error": "Queue not found", "code": "queue_not_found" })),
-    )
-        .into_response()
+    QueryParams(query): QueryParams<DepthQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let group = query.group.filter(|g| !g.is_empty());
+    let (q, depths) = state
+        .engine
+        .depth(&name, group.as_deref())
+        .await?
+        .ok_or(ApiError::QueueNotFound)?;
+    let pending: i64 = depths.iter().map(|d| d.pending + d.processing).sum();
+    let partitions: Vec<Value> = q
+        .partitions
+        .iter()
+        .zip(&depths)
+        .map(|(p, d)| json!({"partition": p.name, "pending": d.pending + d.processing}))
+        .collect();
+    Ok(Json(json!({
+        "queue": q.name,
+        "group": group,
+        "pending": pending,
+        "partitionsPending": depths.iter().filter(|d| d.pending + d.processing > 0).count(),
+        "conflation": false,
+        "effectivePending": pending,
+        "partitions": partitions,
+    })))
 }
 
 /// Deletes a queue and everything in it; 200 whether or not it existed.

@@ -4,6 +4,8 @@
 
 use axum::extract::State;
 use axum::Json;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use storage::{
     AckItem, AckStatus, Content, PushItem, PushStatus, Record, StorageError, TxnOp, TxnOpResult,
@@ -13,8 +15,61 @@ use uuid::Uuid;
 
 use super::body::JsonBody;
 use super::error::ApiError;
-use super::kv::{parse_ops, precondition_json, result_json};
+use super::kv::{parse_ops, precondition_json, result_json, KvOps};
+use super::lenient::{self, Loose, Object, PartitionIdValue, StatusValue};
 use super::AppState;
+
+/// A transaction bundle as clients send it. Its shape is checked after
+/// parsing, because a bad bundle is a verdict (200), not a 400.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TxnBody {
+    operations: Loose<Vec<Loose<Object<TxnOpBody>>>>,
+    required_leases: Loose<Vec<Loose<String>>>,
+    kv: Loose<KvOps>,
+    timers: Loose<Vec<IgnoredAny>>,
+}
+
+/// One operation: an ack, or a push of `items` or of itself as one item.
+/// Its text fields count only as non-empty strings.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct TxnOpBody {
+    #[serde(rename = "type")]
+    kind: Loose<String>,
+    #[serde(deserialize_with = "lenient::text")]
+    transaction_id: Option<String>,
+    partition_id: Loose<PartitionIdValue>,
+    status: Loose<StatusValue>,
+    #[serde(deserialize_with = "lenient::text")]
+    consumer_group: Option<String>,
+    #[serde(deserialize_with = "lenient::text")]
+    error: Option<String>,
+    #[serde(deserialize_with = "lenient::text")]
+    lease_id: Option<String>,
+    items: Loose<Vec<Loose<Object<TxnPushBody>>>>,
+    /// Present (even as `null`) makes the operation its own pushed item.
+    queue: Loose<String>,
+    /// The rest of that item (its `queue` and `transactionId` are read above).
+    #[serde(flatten)]
+    inline: TxnPushBody,
+}
+
+/// One pushed item.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct TxnPushBody {
+    #[serde(deserialize_with = "lenient::text")]
+    queue: Option<String>,
+    #[serde(deserialize_with = "lenient::text")]
+    partition: Option<String>,
+    /// The message: any JSON; absent is `null`.
+    payload: Option<Value>,
+    #[serde(deserialize_with = "lenient::text")]
+    transaction_id: Option<String>,
+    #[serde(deserialize_with = "lenient::text")]
+    trace_id: Option<String>,
+}
 
 /// What the parser keeps beside each operation, for its result.
 enum Echo {
@@ -25,7 +80,7 @@ enum Echo {
 /// Runs a transaction and answers its verdict.
 pub async fn transaction(
     State(state): State<AppState>,
-    JsonBody(body): JsonBody<Value>,
+    JsonBody(body): JsonBody<Loose<Object<TxnBody>>>,
 ) -> Result<Json<Value>, ApiError> {
     let id = storage::new_message_id();
     let (request, echoes, kv_names) = match parse(body) {
@@ -147,45 +202,46 @@ fn rolled_back(id: Uuid, rollback: &TxnRollback) -> Value {
 
 type Parsed = (TxnRequest, Vec<Echo>, Vec<String>);
 
-fn parse(body: Value) -> Result<Parsed, String> {
-    let Value::Object(mut body) = body else {
-        return Err("the body must be a JSON object".into());
+fn parse(body: Loose<Object<TxnBody>>) -> Result<Parsed, String> {
+    let Some(Object(body)) = body.valid() else {
+        return Err(ApiError::NotAnObject.to_string());
     };
     // Timers are not implemented: a bundle that carries them is refused,
     // never committed without them.
-    match body.get("timers") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(t)) if t.is_empty() => {}
-        Some(_) => return Err("timers are not supported by this broker".into()),
+    match body.timers {
+        Loose::Absent | Loose::Null => {}
+        Loose::Valid(t) if t.is_empty() => {}
+        _ => return Err("timers are not supported by this broker".into()),
     }
-    let list = match body.remove("operations") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(list)) => list,
-        Some(_) => return Err("operations must be an array".into()),
-    };
-    let required_leases = match body.remove("requiredLeases") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(l)) => l
+    let list = body
+        .operations
+        .optional()
+        .map_err(|()| "operations must be an array".to_owned())?
+        .unwrap_or_default();
+    let required_leases = match body.required_leases.optional() {
+        Ok(None) => Vec::new(),
+        Ok(Some(l)) => l
             .into_iter()
-            .map(|v| match v {
-                Value::String(s) => Ok(s),
-                _ => Err("requiredLeases must hold strings".to_owned()),
+            .map(|v| {
+                v.valid()
+                    .ok_or_else(|| "requiredLeases must hold strings".to_owned())
             })
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err("requiredLeases must be an array".into()),
+        Err(()) => return Err("requiredLeases must be an array".into()),
     };
-    let (kv_names, kv) = match body.remove("kv") {
-        None | Some(Value::Null) => (Vec::new(), Vec::new()),
-        Some(Value::Array(ops)) => parse_ops(&ops).map_err(|e| e.to_string())?,
-        Some(_) => return Err("kv must be an array".into()),
+    let (kv_names, kv) = match body.kv.optional() {
+        Ok(None) => (Vec::new(), Vec::new()),
+        Ok(Some(ops)) => parse_ops(ops).map_err(|e| e.to_string())?,
+        Err(()) => return Err("kv must be an array".into()),
     };
     let mut operations = Vec::new();
     let mut echoes = Vec::new();
-    for (i, op) in list.iter().enumerate() {
-        let Value::Object(o) = op else {
+    for (i, op) in list.into_iter().enumerate() {
+        let Some(Object(mut o)) = op.valid() else {
             return Err(format!("operations[{i}] must be an object"));
         };
-        match o.get("type").and_then(Value::as_str) {
+        let kind = std::mem::take(&mut o.kind);
+        match kind.valid().as_deref() {
             Some("ack") => {
                 let op = ack(i, o)?;
                 if let TxnOp::Ack { item, .. } = &op {
@@ -196,16 +252,21 @@ fn parse(body: Value) -> Result<Parsed, String> {
                 operations.push(op);
             }
             Some("push") => {
-                let items: Vec<&Map<String, Value>> = match o.get("items") {
-                    Some(Value::Array(items)) => items
-                        .iter()
+                let items: Vec<TxnPushBody> = match o.items {
+                    Loose::Valid(items) => items
+                        .into_iter()
                         .map(|v| {
-                            v.as_object()
+                            v.valid()
+                                .map(|Object(item)| item)
                                 .ok_or_else(|| format!("operations[{i}].items must hold objects"))
                         })
                         .collect::<Result<_, _>>()?,
                     // A single inline item.
-                    None if o.contains_key("queue") => vec![o],
+                    Loose::Absent if !matches!(o.queue, Loose::Absent) => vec![TxnPushBody {
+                        queue: o.queue.text(),
+                        transaction_id: o.transaction_id,
+                        ..o.inline
+                    }],
                     _ => return Err(format!("operations[{i}]: a push needs items")),
                 };
                 for item in items {
@@ -235,51 +296,47 @@ fn parse(body: Value) -> Result<Parsed, String> {
     ))
 }
 
-fn text(o: &Map<String, Value>, key: &str) -> Option<String> {
-    match o.get(key) {
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        _ => None,
-    }
-}
-
-fn ack(i: usize, o: &Map<String, Value>) -> Result<TxnOp, String> {
-    let transaction_id = text(o, "transactionId")
+fn ack(i: usize, o: TxnOpBody) -> Result<TxnOp, String> {
+    let transaction_id = o
+        .transaction_id
         .ok_or_else(|| format!("operations[{i}].transactionId is required"))?;
-    let partition_id = match o.get("partitionId") {
-        Some(Value::String(p)) => p.trim().parse::<i64>().ok(),
-        Some(Value::Number(n)) => n.as_i64(),
-        _ => None,
-    }
-    .ok_or_else(|| format!("operations[{i}].partitionId is not a partition id"))?;
-    let status = match o.get("status") {
-        Some(Value::String(s)) => AckStatus::parse(s),
+    let partition_id = o
+        .partition_id
+        .valid()
+        .and_then(|p| p.id())
+        .ok_or_else(|| format!("operations[{i}].partitionId is not a partition id"))?;
+    let status = match o.status.valid() {
+        Some(StatusValue::Name(s)) => AckStatus::parse(&s),
         _ => AckStatus::Completed,
     };
     Ok(TxnOp::Ack {
-        group: text(o, "consumerGroup").unwrap_or_else(|| QUEUE_MODE_GROUP.to_owned()),
+        group: o
+            .consumer_group
+            .unwrap_or_else(|| QUEUE_MODE_GROUP.to_owned()),
         item: AckItem {
             transaction_id,
             partition_id,
             status,
-            error: text(o, "error"),
-            lease_id: text(o, "leaseId"),
+            error: o.error,
+            lease_id: o.lease_id,
         },
     })
 }
 
-fn push(i: usize, o: &Map<String, Value>) -> Result<PushItem, String> {
-    let queue =
-        text(o, "queue").ok_or_else(|| format!("operations[{i}]: a pushed item needs a queue"))?;
+fn push(i: usize, o: TxnPushBody) -> Result<PushItem, String> {
+    let queue = o
+        .queue
+        .ok_or_else(|| format!("operations[{i}]: a pushed item needs a queue"))?;
     let data = o
-        .get("payload")
-        .map_or_else(|| "null".to_owned(), Value::to_string);
+        .payload
+        .map_or_else(|| "null".to_owned(), |v| v.to_string());
     Ok(PushItem {
         queue,
-        partition: text(o, "partition").unwrap_or_else(|| DEFAULT_PARTITION.to_owned()),
+        partition: o.partition.unwrap_or_else(|| DEFAULT_PARTITION.to_owned()),
         record: Record {
             message_id: storage::new_message_id(),
-            transaction_id: text(o, "transactionId"),
-            trace_id: text(o, "traceId").and_then(|t| Uuid::parse_str(&t).ok()),
+            transaction_id: o.transaction_id,
+            trace_id: o.trace_id.and_then(|t| Uuid::parse_str(&t).ok()),
             content: Content::Json(data),
         },
     })

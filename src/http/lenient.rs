@@ -1,0 +1,240 @@
+//! Serde helpers for the request fields clients send loosely: a partition id
+//! as a number or a string, a status as a string or a boolean, an empty
+//! string meaning absent, a field of the wrong type that one route ignores
+//! and another refuses with its own words.
+//!
+//! Request structs keep such fields as [`Loose`] (or read them through the
+//! `deserialize_with` functions here), so parsing a well-formed body never
+//! fails on a field and each handler answers a wrong type exactly as the
+//! API documents. Both [`Loose`] and [`Object`] read through
+//! `serde_json::Value`: a repeated key keeps its last value, as it always
+//! has, and the value is moved rather than copied as serde's untagged
+//! buffering would.
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
+use serde_json::{Number, Value};
+use storage::AckStatus;
+
+/// What a client sent for a field: nothing, `null`, a `T`, or some other
+/// JSON. Use it with `#[serde(default)]`.
+#[derive(Debug, Default)]
+pub enum Loose<T> {
+    /// The field is not in the body.
+    #[default]
+    Absent,
+    /// The field is `null`.
+    Null,
+    /// The field holds a `T`.
+    Valid(T),
+    /// The field holds JSON that is not a `T`.
+    Invalid,
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Loose<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match Value::deserialize(deserializer)? {
+            Value::Null => Self::Null,
+            value => T::deserialize(value).map_or(Self::Invalid, Self::Valid),
+        })
+    }
+}
+
+impl<T> Loose<T> {
+    /// The value when it is a `T`.
+    pub fn valid(self) -> Option<T> {
+        match self {
+            Self::Valid(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Whether the field is absent or `null`.
+    pub fn is_none(&self) -> bool {
+        matches!(self, Self::Absent | Self::Null)
+    }
+
+    /// `Ok(None)` when absent or `null`, the value when a `T`, `Err(())`
+    /// for any other JSON.
+    pub fn optional(self) -> Result<Option<T>, ()> {
+        match self {
+            Self::Absent | Self::Null => Ok(None),
+            Self::Valid(v) => Ok(Some(v)),
+            Self::Invalid => Err(()),
+        }
+    }
+}
+
+impl Loose<String> {
+    /// The text when it is a non-empty string.
+    pub fn text(self) -> Option<String> {
+        self.valid().filter(|s| !s.is_empty())
+    }
+}
+
+/// A JSON object read as `T`. Serde would read a JSON array as a struct's
+/// fields in order; a request never means that.
+#[derive(Debug)]
+pub struct Object<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            object @ Value::Object(_) => {
+                T::deserialize(object).map(Object).map_err(D::Error::custom)
+            }
+            _ => Err(D::Error::custom("expected a JSON object")),
+        }
+    }
+}
+
+/// A partition id as clients send it: a number or a decimal string.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum PartitionIdValue {
+    /// `"partitionId": 7`.
+    Number(Number),
+    /// `"partitionId": "7"`.
+    Text(String),
+}
+
+impl PartitionIdValue {
+    /// The id, when the value names one.
+    pub fn id(&self) -> Option<i64> {
+        match self {
+            Self::Number(n) => n.as_i64(),
+            Self::Text(t) => t.trim().parse().ok(),
+        }
+    }
+
+    /// Whether it is the empty string, which clients send for "none".
+    pub fn is_blank(&self) -> bool {
+        matches!(self, Self::Text(t) if t.is_empty())
+    }
+}
+
+/// An acknowledgement's status as clients send it: a name, or a boolean
+/// (`true` is completed, `false` failed).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum StatusValue {
+    /// `"status": "failed"`.
+    Name(String),
+    /// `"status": false`.
+    Flag(bool),
+}
+
+impl StatusValue {
+    /// The status it stands for.
+    pub fn status(&self) -> AckStatus {
+        match self {
+            Self::Name(s) => AckStatus::parse(s),
+            Self::Flag(true) => AckStatus::Completed,
+            Self::Flag(false) => AckStatus::Failed,
+        }
+    }
+}
+
+/// `deserialize_with` for a field read as text only when it is a non-empty
+/// string; anything else, of any type, counts as absent.
+pub fn text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    Ok(Loose::<String>::deserialize(deserializer)?.text())
+}
+
+/// `deserialize_with` for a free-text field that takes any JSON: a string
+/// as itself, other JSON as its JSON text; `null` and `""` are absent.
+pub fn stringified<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(deserializer)? {
+        Value::Null => None,
+        Value::String(s) if s.is_empty() => None,
+        Value::String(s) => Some(s),
+        other => Some(other.to_string()),
+    })
+}
+
+/// `deserialize_with` for a field whose presence matters even when it is
+/// `null`: absent is `None` (with `#[serde(default)]`), `null` is
+/// `Some(Value::Null)`.
+pub fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(default)]
+    struct Probe {
+        s: Loose<String>,
+        o: Loose<Object<Inner>>,
+        #[serde(deserialize_with = "text")]
+        t: Option<String>,
+        #[serde(deserialize_with = "stringified")]
+        e: Option<String>,
+    }
+
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(default)]
+    struct Inner {
+        a: Loose<i64>,
+    }
+
+    fn probe(v: Value) -> Probe {
+        serde_json::from_value(v).expect("never fails on an object")
+    }
+
+    #[test]
+    fn loose_tells_absent_null_valid_and_invalid_apart() {
+        assert!(matches!(probe(json!({})).s, Loose::Absent));
+        assert!(matches!(probe(json!({"s": null})).s, Loose::Null));
+        assert!(matches!(probe(json!({"s": "x"})).s, Loose::Valid(ref s) if s == "x"));
+        assert!(matches!(probe(json!({"s": [1]})).s, Loose::Invalid));
+    }
+
+    #[test]
+    fn objects_are_not_read_from_arrays() {
+        assert!(matches!(probe(json!({"o": {"a": 1}})).o, Loose::Valid(_)));
+        assert!(matches!(probe(json!({"o": [1]})).o, Loose::Invalid));
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value() {
+        let p: Loose<Object<Probe>> =
+            serde_json::from_str(r#"{"s": "a", "s": "b", "o": {"a": 1, "a": 2}}"#).expect("reads");
+        let Some(Object(p)) = p.valid() else {
+            panic!("an object")
+        };
+        assert!(matches!(p.s, Loose::Valid(ref s) if s == "b"));
+        assert!(matches!(
+            p.o,
+            Loose::Valid(Object(Inner { a: Loose::Valid(2) }))
+        ));
+    }
+
+    #[test]
+    fn text_and_stringified() {
+        assert_eq!(probe(json!({"t": ""})).t, None);
+        assert_eq!(probe(json!({"t": 5})).t, None);
+        assert_eq!(probe(json!({"t": "x"})).t.as_deref(), Some("x"));
+        assert_eq!(probe(json!({"e": ""})).e, None);
+        assert_eq!(
+            probe(json!({"e": {"k": 1}})).e.as_deref(),
+            Some(r#"{"k":1}"#)
+        );
+    }
+
+    #[test]
+    fn partition_ids_and_statuses() {
+        let id = |v: Value| serde_json::from_value::<PartitionIdValue>(v).expect("id");
+        assert_eq!(id(json!(7)).id(), Some(7));
+        assert_eq!(id(json!(" 7 ")).id(), Some(7));
+        assert_eq!(id(json!("x")).id(), None);
+        assert_eq!(id(json!(1.5)).id(), None);
+        assert!(id(json!("")).is_blank());
+        let status = |v: Value| serde_json::from_value::<StatusValue>(v).expect("status");
+        assert_eq!(status(json!(false)).status(), AckStatus::Failed);
+        assert_eq!(status(json!(true)).status(), AckStatus::Completed);
+    }
+}
