@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use kafka_protocol::ResponseError;
-use storage::{BrokerInfo, Engine, QueueInfo, QueueOptions, StorageError, TopicCreation};
+use storage::{
+    BrokerInfo, Engine, PartitionId, QueueInfo, QueueOptions, StorageError, TopicCreation,
+};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
@@ -211,7 +213,7 @@ impl Broker {
         topic: &str,
         index: i32,
         create: bool,
-    ) -> Result<Option<i64>, StorageError> {
+    ) -> Result<Option<PartitionId>, StorageError> {
         if let Some(id) = self.engine.kafka_partition(topic, index).await? {
             return Ok(Some(id));
         }

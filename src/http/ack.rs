@@ -5,7 +5,7 @@
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use storage::{AckItem, AckResult, AckStatus, QUEUE_MODE_GROUP};
+use storage::{AckItem, AckResult, AckStatus, PartitionId, QUEUE_MODE_GROUP};
 
 use super::body::JsonBody;
 use super::error::ApiError;
@@ -101,7 +101,7 @@ pub async fn batch(
 /// is answered per item rather than refusing the request.
 struct Parsed {
     transaction_id: String,
-    partition_id: Option<i64>,
+    partition_id: Option<PartitionId>,
     status: AckStatus,
     error: Option<String>,
     lease_id: Option<String>,

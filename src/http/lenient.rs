@@ -14,7 +14,7 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Number, Value};
-use storage::AckStatus;
+use storage::{AckStatus, PartitionId};
 
 /// What a client sent for a field: nothing, `null`, a `T`, or some other
 /// JSON. Use it with `#[serde(default)]`.
@@ -100,10 +100,10 @@ pub enum PartitionIdValue {
 
 impl PartitionIdValue {
     /// The id, when the value names one.
-    pub fn id(&self) -> Option<i64> {
+    pub fn id(&self) -> Option<PartitionId> {
         match self {
-            Self::Number(n) => n.as_i64(),
-            Self::Text(t) => t.trim().parse().ok(),
+            Self::Number(n) => n.as_i64().map(PartitionId::new),
+            Self::Text(t) => t.parse().ok(),
         }
     }
 
@@ -228,8 +228,8 @@ mod tests {
     #[test]
     fn partition_ids_and_statuses() {
         let id = |v: Value| serde_json::from_value::<PartitionIdValue>(v).expect("id");
-        assert_eq!(id(json!(7)).id(), Some(7));
-        assert_eq!(id(json!(" 7 ")).id(), Some(7));
+        assert_eq!(id(json!(7)).id(), Some(PartitionId::new(7)));
+        assert_eq!(id(json!(" 7 ")).id(), Some(PartitionId::new(7)));
         assert_eq!(id(json!("x")).id(), None);
         assert_eq!(id(json!(1.5)).id(), None);
         assert!(id(json!("")).is_blank());

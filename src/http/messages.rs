@@ -4,7 +4,7 @@
 use axum::extract::{Path, State};
 use axum::Json;
 use serde_json::{json, Map, Value};
-use storage::MessageState;
+use storage::{MessageState, PartitionId};
 
 use super::content::insert_content;
 use super::error::ApiError;
@@ -16,7 +16,7 @@ pub async fn get(
     State(state): State<AppState>,
     Path((partition_id, transaction_id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    let Ok(id) = partition_id.trim().parse::<i64>() else {
+    let Ok(id) = partition_id.parse::<PartitionId>() else {
         return Err(ApiError::MessageNotFound);
     };
     let Some(m) = state.engine.message(id, &transaction_id).await? else {

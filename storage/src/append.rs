@@ -18,6 +18,7 @@ use uuid::Uuid;
 use crate::backend::Conn;
 use crate::dedup::{DedupCache, HashRow, WindowIndex};
 use crate::error::{Result, StorageError};
+use crate::model::PartitionId;
 use crate::model::PushStatus;
 use crate::producers::{self, ProducerBatch, ProducerError, ProducerState, Verdict};
 use crate::record::Record;
@@ -27,7 +28,7 @@ use crate::sql::dedup::Rows;
 /// A partition's write state, read under its lock.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct PartitionHead {
-    pub id: i64,
+    pub id: PartitionId,
     pub next_offset: i64,
     pub last_created_at: i64,
     pub dedup_window_seconds: i64,
@@ -36,7 +37,7 @@ pub(crate) struct PartitionHead {
 /// A segment about to be inserted.
 #[derive(Debug)]
 pub(crate) struct NewSegment {
-    pub partition_id: i64,
+    pub partition_id: PartitionId,
     pub base_offset: i64,
     pub count: i64,
     pub created_at: i64,
@@ -49,7 +50,7 @@ pub(crate) struct NewSegment {
 /// within the request were already folded by the caller.
 #[derive(Debug)]
 pub(crate) struct AppendJob {
-    pub partition_id: i64,
+    pub partition_id: PartitionId,
     pub records: Vec<Record>,
     /// The Kafka producer and sequence of the batch, for idempotent producers.
     pub producer: Option<ProducerBatch>,
@@ -77,7 +78,7 @@ pub(crate) enum JobOutcome {
 
 /// What an append leaves behind besides its answers: the window indexes to
 /// return to the cache once the transaction has committed.
-pub(crate) type Indexes = Vec<(i64, WindowIndex)>;
+pub(crate) type Indexes = Vec<(PartitionId, WindowIndex)>;
 
 /// The dedup key of a transaction id: a stable 64-bit hash. A match is only
 /// a candidate; the stored id is compared before anything is called a duplicate.
@@ -93,7 +94,7 @@ pub(crate) async fn append(
     now_ms: i64,
     cache: &DedupCache,
 ) -> Result<(Vec<JobOutcome>, Indexes)> {
-    let mut ids: Vec<i64> = jobs.iter().map(|j| j.partition_id).collect();
+    let mut ids: Vec<PartitionId> = jobs.iter().map(|j| j.partition_id).collect();
     ids.sort_unstable();
     ids.dedup();
     let heads = tx.lock_partitions(&ids).await?;
@@ -236,7 +237,7 @@ const SEGMENT_BYTES: usize = 1024 * 1024;
 
 /// Packs consecutive records into segments of about [`SEGMENT_BYTES`].
 fn pack(
-    partition_id: i64,
+    partition_id: PartitionId,
     base_offset: i64,
     created_at: i64,
     records: &[&Record],
@@ -313,7 +314,7 @@ impl Originals {
     async fn find(
         &mut self,
         tx: &mut Conn<'_>,
-        partition_id: i64,
+        partition_id: PartitionId,
         index: &WindowIndex,
         txn: &str,
     ) -> Result<Option<(Uuid, i64)>> {
@@ -332,7 +333,7 @@ impl Originals {
     async fn record_at(
         &mut self,
         tx: &mut Conn<'_>,
-        partition_id: i64,
+        partition_id: PartitionId,
         offset: i64,
     ) -> Result<Option<&Record>> {
         let held = |(base, records): &(i64, Vec<Record>)| {

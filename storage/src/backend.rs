@@ -16,6 +16,7 @@ use crate::append::{NewSegment, PartitionHead};
 use crate::consume::wake::Wake;
 use crate::dedup::HashRow;
 use crate::error::{Result, StorageError};
+use crate::model::PartitionId;
 use crate::postgres::PgStore;
 use crate::sqlite::SqliteStore;
 
@@ -140,7 +141,11 @@ impl Store {
     /// Creates the missing lease rows of a group before a pop locks them.
     /// Only PostgreSQL needs them to exist, to skip rows another broker
     /// has locked ([`Conn::try_lock_lease`]); SQLite's claim creates them.
-    pub(crate) async fn create_lease_rows(&self, partition_ids: &[i64], group: &str) -> Result<()> {
+    pub(crate) async fn create_lease_rows(
+        &self,
+        partition_ids: &[PartitionId],
+        group: &str,
+    ) -> Result<()> {
         match self {
             Self::Sqlite(_) => Ok(()),
             Self::Postgres(s) => {
@@ -201,7 +206,11 @@ impl Conn<'_> {
     /// lock, without waiting; `false` when it is locked (or missing). On
     /// PostgreSQL this is how a pop skips the partitions another broker is
     /// working on; where writes are serialised it is always `true`.
-    pub(crate) async fn try_lock_lease(&mut self, partition_id: i64, group: &str) -> Result<bool> {
+    pub(crate) async fn try_lock_lease(
+        &mut self,
+        partition_id: PartitionId,
+        group: &str,
+    ) -> Result<bool> {
         match self {
             Self::Sqlite(_) => Ok(true),
             Self::Postgres(c) => {
@@ -234,7 +243,10 @@ impl Conn<'_> {
     /// partition row is the per-partition serialiser of appends: PostgreSQL
     /// locks the rows (`FOR UPDATE`), across brokers; on SQLite the write
     /// transaction already holds the one write lock.
-    pub(crate) async fn lock_partitions(&mut self, ids: &[i64]) -> Result<Vec<PartitionHead>> {
+    pub(crate) async fn lock_partitions(
+        &mut self,
+        ids: &[PartitionId],
+    ) -> Result<Vec<PartitionHead>> {
         match self {
             Self::Sqlite(c) => crate::sqlite::append::lock_partitions(c, ids).await,
             Self::Postgres(c) => crate::postgres::append::lock_partitions(c, ids).await,
@@ -247,7 +259,7 @@ impl Conn<'_> {
     pub(crate) async fn write_appends(
         &mut self,
         segments: &[NewSegment],
-        hashes: &[(i64, HashRow)],
+        hashes: &[(PartitionId, HashRow)],
         heads: &[PartitionHead],
     ) -> Result<()> {
         match self {

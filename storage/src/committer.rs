@@ -67,7 +67,7 @@ impl Committer {
         &self,
         job: AppendJob,
     ) -> Result<oneshot::Receiver<Result<JobOutcome>>> {
-        let shard = job.partition_id.unsigned_abs() as usize % self.shards.len();
+        let shard = job.partition_id.get().unsigned_abs() as usize % self.shards.len();
         let (reply, answer) = oneshot::channel();
         self.shards[shard]
             .send(Pending { job, reply })

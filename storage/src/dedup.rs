@@ -14,6 +14,7 @@
 //! only what other writers added since: the cache saves reads, never changes
 //! an answer. A cold, evicted or over-budget partition reads its whole window.
 
+use crate::model::PartitionId;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Mutex, PoisonError};
@@ -169,7 +170,7 @@ impl WindowIndex {
 #[derive(Debug)]
 pub(crate) struct DedupCache {
     budget: usize,
-    indexes: Mutex<HashMap<i64, WindowIndex>>,
+    indexes: Mutex<HashMap<PartitionId, WindowIndex>>,
 }
 
 impl DedupCache {
@@ -183,13 +184,13 @@ impl DedupCache {
 
     /// Takes the partition's index out for an append (appends of one
     /// partition are serialised, so nobody else needs it meanwhile).
-    pub(crate) fn take(&self, partition_id: i64) -> Option<WindowIndex> {
+    pub(crate) fn take(&self, partition_id: PartitionId) -> Option<WindowIndex> {
         self.lock().remove(&partition_id)
     }
 
     /// Puts an index back after its append committed. Other partitions are
     /// evicted to stay in budget; an index larger than the budget is dropped.
-    pub(crate) fn put(&self, partition_id: i64, index: WindowIndex) {
+    pub(crate) fn put(&self, partition_id: PartitionId, index: WindowIndex) {
         if index.len() > self.budget {
             return;
         }
@@ -204,7 +205,7 @@ impl DedupCache {
         indexes.insert(partition_id, index);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, WindowIndex>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PartitionId, WindowIndex>> {
         self.indexes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -261,16 +262,22 @@ mod tests {
         let cache = DedupCache::new(5);
         let mut a = WindowIndex::new(0);
         a.add(&row(0, 1, &[1, 2, 3]));
-        cache.put(1, a);
+        cache.put(PartitionId::new(1), a);
         let mut b = WindowIndex::new(0);
         b.add(&row(0, 1, &[1, 2, 3]));
-        cache.put(2, b);
-        assert!(cache.take(1).is_none(), "the larger index went");
-        assert!(cache.take(2).is_some());
+        cache.put(PartitionId::new(2), b);
+        assert!(
+            cache.take(PartitionId::new(1)).is_none(),
+            "the larger index went"
+        );
+        assert!(cache.take(PartitionId::new(2)).is_some());
         let mut huge = WindowIndex::new(0);
         huge.add(&row(0, 1, &[1, 2, 3, 4, 5, 6]));
-        cache.put(3, huge);
-        assert!(cache.take(3).is_none(), "an index over budget is not kept");
+        cache.put(PartitionId::new(3), huge);
+        assert!(
+            cache.take(PartitionId::new(3)).is_none(),
+            "an index over budget is not kept"
+        );
     }
 
     #[test]

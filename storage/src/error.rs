@@ -36,7 +36,7 @@ pub enum StorageError {
     QueueNotFound(String),
     /// The partition does not exist (any more).
     #[error("partition {0} does not exist")]
-    PartitionNotFound(i64),
+    PartitionNotFound(crate::model::PartitionId),
     /// A Kafka producer's batch or InitProducerId was refused.
     #[error("{0}")]
     Producer(#[from] crate::producers::ProducerError),

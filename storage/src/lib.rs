@@ -3,26 +3,26 @@
 //! Both front doors (the HTTP API in the binary, the Kafka facade) call the
 //! [`Engine`]; nothing above it knows which database is underneath.
 //!
-//! Where things live:
+//! Where things live (a call from a front door reaches SQL through at most
+//! two layers: an `impl Engine` method, then a function of `sql/`):
 //! - [`model`]: what callers push and read back; [`options`]: queue options;
 //!   [`record`]: the stored form of a message and of a segment.
-//! - `append`: dedup and offset allocation under the partition lock, written
-//!   once for both backends; `dedup`: the in-window index of transaction-id
-//!   hashes and its cache; `committer`: group commit, coalescing concurrent
-//!   appends into shared transactions.
-//! - `topics`, `log`, `brokers`: what the Kafka facade needs besides pushes:
-//!   topics with numbered partitions, appends and reads by offset, offsets
-//!   by time, a signal of appends for long polls, the broker registry.
-//! - `store`: the backend chosen by the URL; `sql/`: statements that are
-//!   the same on both; `sqlite/` and `postgres/`: the rest.
-//!
-//! - `kv/`: the key/value store (versions, TTLs, preconditions), its ops
-//!   evaluated inside a caller's transaction; `txn`: transactions, which
-//!   run `append::append`, `consume::ack` and `kv::eval` in one backend
-//!   transaction (each backend's `Tx` implements all three statement traits).
-//! - `consume/`: consumer groups, cursors (the positions Kafka groups share),
-//!   leases, acks, dead letters and long-poll wake-ups; its own `impl Engine`
-//!   block holds the consumption API.
+//! - The engine's logic per concern, each with its `impl Engine` block:
+//!   `append` (dedup and offset allocation under the partition lock) with
+//!   `dedup` (the in-window index of transaction-id hashes) and `committer`
+//!   (group commit); `topics`, `log`, `brokers` (what the Kafka facade needs
+//!   besides pushes); `partitions` (the partition-id cache by name and by
+//!   Kafka index); [`offsets`], [`producers`]; `consume/` (pops, acks,
+//!   leases, cursors, groups, dead letters, long-poll wake-ups); [`kv`];
+//!   `txn` (acks, pushes and KV ops in one transaction).
+//! - `sql/<concern>.rs`: every statement of that concern, written once for
+//!   both backends, rows decoded into `FromRow` structs.
+//! - `backend`: what differs between SQLite and PostgreSQL, as named
+//!   operations (row locks, lease try-locks, key locks, KV versions, bulk
+//!   appends, cross-broker wake-ups), and the handles statements run on.
+//! - `sqlite/`, `postgres/`: connection set-up, that backend's bulk
+//!   statements, and its own maintenance (SQLite's WAL checkpoints,
+//!   PostgreSQL's `LISTEN`/`NOTIFY`).
 //!
 //! A push flows: [`Engine::push`] validates, folds ids repeated inside the
 //! request, resolves (and creates) partitions, and hands one job per
@@ -68,8 +68,8 @@ pub use kv::{
 };
 pub use log::{LogBounds, PendingAppend, TimestampedOffset};
 pub use model::{
-    BrokerInfo, PartitionInfo, PushItem, PushOutcome, PushStatus, QueueInfo, StoredMessage,
-    DEFAULT_PARTITION, MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,
+    BrokerInfo, PartitionId, PartitionInfo, PushItem, PushOutcome, PushStatus, QueueInfo,
+    StoredMessage, DEFAULT_PARTITION, MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,
 };
 pub use options::QueueOptions;
 pub use record::{Content, Header, KafkaRecord, Record};
@@ -226,7 +226,7 @@ impl Engine {
         &self,
         group: &Group,
         records: Vec<Record>,
-    ) -> Result<(i64, committer::Answer)> {
+    ) -> Result<(PartitionId, committer::Answer)> {
         let partition_id = self.partition_id(&group.queue, &group.partition).await?;
         let job = AppendJob {
             partition_id,
@@ -242,9 +242,9 @@ impl Engine {
     async fn settle(
         &self,
         group: &Group,
-        mut partition_id: i64,
+        mut partition_id: PartitionId,
         mut answer: committer::Answer,
-    ) -> Result<(i64, Vec<append::Appended>)> {
+    ) -> Result<(PartitionId, Vec<append::Appended>)> {
         for attempt in 0..2 {
             match answer.await.map_err(|_| StorageError::ShuttingDown)?? {
                 JobOutcome::Done(appended) => return Ok((partition_id, appended)),
@@ -260,7 +260,7 @@ impl Engine {
     }
 
     /// The id of a partition, creating the queue and partition if missing.
-    async fn partition_id(&self, queue: &str, partition: &str) -> Result<i64> {
+    async fn partition_id(&self, queue: &str, partition: &str) -> Result<PartitionId> {
         if let Some(id) = self.inner.partitions.by_name(queue, partition) {
             return Ok(id);
         }
@@ -279,7 +279,7 @@ impl Engine {
 
     /// The id of partition `index` of topic `topic`, `None` when there is
     /// no such partition (or topic).
-    pub async fn kafka_partition(&self, topic: &str, index: i32) -> Result<Option<i64>> {
+    pub async fn kafka_partition(&self, topic: &str, index: i32) -> Result<Option<PartitionId>> {
         if let Some(id) = self.inner.partitions.by_index(topic, index) {
             return Ok(Some(id));
         }

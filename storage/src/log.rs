@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 use crate::append::{AppendJob, JobOutcome};
 use crate::committer::Answer;
 use crate::error::{Result, StorageError};
+use crate::model::PartitionId;
 use crate::model::StoredMessage;
 use crate::producers::ProducerBatch;
 use crate::record::Record;
@@ -20,7 +21,7 @@ use crate::Engine;
 pub struct PendingAppend {
     engine: Engine,
     queue: String,
-    partition_id: i64,
+    partition_id: PartitionId,
     answer: Answer,
 }
 
@@ -76,7 +77,7 @@ impl Engine {
     pub async fn append_records(
         &self,
         queue: &str,
-        partition_id: i64,
+        partition_id: PartitionId,
         records: Vec<Record>,
     ) -> Result<i64> {
         self.start_append(queue, partition_id, records, None)
@@ -95,7 +96,7 @@ impl Engine {
     pub async fn start_append(
         &self,
         queue: &str,
-        partition_id: i64,
+        partition_id: PartitionId,
         records: Vec<Record>,
         producer: Option<ProducerBatch>,
     ) -> Result<PendingAppend> {
@@ -126,7 +127,7 @@ impl Engine {
     /// (at least one segment is read when there is one).
     pub async fn read_partition(
         &self,
-        partition_id: i64,
+        partition_id: PartitionId,
         from: i64,
         max_messages: usize,
         max_bytes: usize,
@@ -142,7 +143,7 @@ impl Engine {
     }
 
     /// The partition's log start and next offset.
-    pub async fn log_bounds(&self, partition_id: i64) -> Result<LogBounds> {
+    pub async fn log_bounds(&self, partition_id: PartitionId) -> Result<LogBounds> {
         sql::catalog::bounds(&self.inner.store, partition_id)
             .await?
             .ok_or(StorageError::PartitionNotFound(partition_id))
@@ -151,7 +152,7 @@ impl Engine {
     /// The first message stamped at or after `timestamp` (ms).
     pub async fn offset_for_timestamp(
         &self,
-        partition_id: i64,
+        partition_id: PartitionId,
         timestamp: i64,
     ) -> Result<Option<TimestampedOffset>> {
         sql::segments::offset_for_timestamp(&self.inner.store, partition_id, timestamp).await
@@ -160,7 +161,7 @@ impl Engine {
     /// The message with the largest timestamp (the first of equals).
     pub async fn max_timestamp_offset(
         &self,
-        partition_id: i64,
+        partition_id: PartitionId,
     ) -> Result<Option<TimestampedOffset>> {
         sql::segments::max_timestamp_offset(&self.inner.store, partition_id).await
     }

@@ -14,6 +14,39 @@ pub const MAX_TRANSACTION_ID_BYTES: usize = 65_535;
 /// The longest queue or partition name accepted, in bytes.
 pub const MAX_NAME_BYTES: usize = 512;
 
+/// The id of a partition: unique in the database, stable for the
+/// partition's life, and never reused for another partition. Kafka names a
+/// partition by (topic, index); the engine by this id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, sqlx::Type)]
+#[sqlx(transparent)]
+pub struct PartitionId(i64);
+
+impl PartitionId {
+    /// The id with this number (as [`PartitionId::get`] gave it).
+    pub const fn new(id: i64) -> Self {
+        Self(id)
+    }
+
+    /// The id as a number, as the HTTP API shows it.
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for PartitionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::str::FromStr for PartitionId {
+    type Err = std::num::ParseIntError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.trim().parse().map(Self)
+    }
+}
+
 /// One message to append to a queue partition.
 #[derive(Debug, Clone)]
 pub struct PushItem {
@@ -48,7 +81,7 @@ pub struct PushOutcome {
     /// The new offset, or for a duplicate the original's offset.
     pub offset: i64,
     /// The id of the partition the item went to.
-    pub partition_id: i64,
+    pub partition_id: PartitionId,
 }
 
 /// A queue with its options and partitions.
@@ -80,7 +113,7 @@ impl QueueInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionInfo {
     /// Stable numeric id, rendered as a decimal string on the wire.
-    pub id: i64,
+    pub id: PartitionId,
     /// The partition name.
     pub name: String,
     /// The partition's index as a Kafka partition.

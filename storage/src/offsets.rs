@@ -5,6 +5,7 @@
 //! can move from one protocol to the other and resume where it stopped.
 
 use crate::error::Result;
+use crate::model::PartitionId;
 use crate::sql;
 use crate::Engine;
 
@@ -35,7 +36,7 @@ impl Engine {
     pub async fn commit_offsets(
         &self,
         group: &str,
-        commits: &[(i64, CommittedOffset)],
+        commits: &[(PartitionId, CommittedOffset)],
     ) -> Result<()> {
         crate::validate_name("group name", group)?;
         let now = self.inner.clock.now_ms();
@@ -55,7 +56,7 @@ impl Engine {
 
     /// Deletes the committed offsets of `group` on these partitions (Kafka's
     /// OffsetDelete); returns how many there were.
-    pub async fn delete_offsets(&self, group: &str, partition_ids: &[i64]) -> Result<u64> {
+    pub async fn delete_offsets(&self, group: &str, partition_ids: &[PartitionId]) -> Result<u64> {
         crate::validate_name("group name", group)?;
         sql::offsets::delete(&self.inner.store, group, partition_ids).await
     }

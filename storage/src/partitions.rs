@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::model::QueueInfo;
+use crate::model::{PartitionId, QueueInfo};
 
 /// Bound on the entries kept; past it the cache starts afresh.
 const LIMIT: usize = 100_000;
@@ -18,8 +18,8 @@ const LIMIT: usize = 100_000;
 /// The two keyings of the partition ids.
 #[derive(Debug, Default)]
 struct Maps {
-    by_name: HashMap<(String, String), i64>,
-    by_index: HashMap<(String, i32), i64>,
+    by_name: HashMap<(String, String), PartitionId>,
+    by_index: HashMap<(String, i32), PartitionId>,
 }
 
 /// A bounded cache of partition ids by name and by Kafka index.
@@ -30,13 +30,13 @@ pub(crate) struct PartitionCache {
 
 impl PartitionCache {
     /// The cached id of partition `partition` of `queue`.
-    pub(crate) fn by_name(&self, queue: &str, partition: &str) -> Option<i64> {
+    pub(crate) fn by_name(&self, queue: &str, partition: &str) -> Option<PartitionId> {
         let key = (queue.to_owned(), partition.to_owned());
         self.maps().by_name.get(&key).copied()
     }
 
     /// The cached id of partition `index` of topic `topic`.
-    pub(crate) fn by_index(&self, topic: &str, index: i32) -> Option<i64> {
+    pub(crate) fn by_index(&self, topic: &str, index: i32) -> Option<PartitionId> {
         self.maps()
             .by_index
             .get(&(topic.to_owned(), index))
@@ -44,7 +44,7 @@ impl PartitionCache {
     }
 
     /// Remembers one partition of a queue, by name.
-    pub(crate) fn put(&self, queue: &str, partition: &str, id: i64) {
+    pub(crate) fn put(&self, queue: &str, partition: &str, id: PartitionId) {
         let mut maps = self.maps();
         maps.make_room();
         maps.by_name

@@ -11,6 +11,7 @@
 //! anywhere (its state may have expired).
 
 use crate::error::{Result, StorageError};
+use crate::model::PartitionId;
 use crate::Engine;
 
 /// How many batches per producer and partition are remembered for retries.
@@ -229,7 +230,7 @@ impl Engine {
     }
 
     /// The producers with state on a partition.
-    pub async fn producers(&self, partition_id: i64) -> Result<Vec<ProducerInfo>> {
+    pub async fn producers(&self, partition_id: PartitionId) -> Result<Vec<ProducerInfo>> {
         crate::sql::producers::on_partition(&self.inner.store, partition_id).await
     }
 

@@ -13,7 +13,7 @@ use bytes::BytesMut;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::ResponseError;
-use storage::StorageError;
+use storage::{PartitionId, StorageError};
 use uuid::Uuid;
 
 use crate::broker::Broker;
@@ -27,7 +27,7 @@ const MAX_WAIT: Duration = Duration::from_secs(30);
 struct Wanted {
     topic: usize,
     index: i32,
-    partition_id: Result<i64, i16>,
+    partition_id: Result<PartitionId, i16>,
     offset: i64,
     max_bytes: usize,
 }
@@ -157,7 +157,7 @@ async fn read_all(
 async fn read_one(
     broker: &Broker,
     version: i16,
-    partition_id: i64,
+    partition_id: PartitionId,
     offset: i64,
     budget: usize,
     mut data: PartitionData,

@@ -5,7 +5,7 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kafka_protocol::ResponseError;
-use storage::{StorageError, TimestampedOffset};
+use storage::{PartitionId, StorageError, TimestampedOffset};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -61,7 +61,7 @@ pub async fn handle(
 /// (offset, timestamp) answering `timestamp`; (-1, -1) when no message qualifies.
 async fn lookup(
     broker: &Broker,
-    partition_id: i64,
+    partition_id: PartitionId,
     timestamp: i64,
 ) -> Result<(i64, i64), StorageError> {
     let engine = &broker.engine;

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::ResponseError;
-use storage::StorageError;
+use storage::{PartitionId, StorageError};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -105,7 +105,7 @@ async fn prepare(
     topic: &str,
     index: i32,
     records: Bytes,
-) -> Result<(i64, Decoded), i16> {
+) -> Result<(PartitionId, Decoded), i16> {
     if records.len() > broker.config.max_message_bytes {
         return Err(ResponseError::MessageTooLarge.code());
     }

@@ -17,6 +17,7 @@ use std::ops::ControlFlow;
 use super::{CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK_SPAN};
 use crate::backend::Conn;
 use crate::error::Result;
+use crate::model::PartitionId;
 use crate::record::{decode_segment_range, Record};
 use crate::sql::{consume, dead_letters, segments};
 
@@ -66,7 +67,7 @@ pub struct AckItem {
     /// The message's transaction id.
     pub transaction_id: String,
     /// The partition it was popped from.
-    pub partition_id: i64,
+    pub partition_id: PartitionId,
     /// What happened to it.
     pub status: AckStatus,
     /// The consumer's error text (kept on a dead letter).
@@ -86,7 +87,7 @@ pub enum AckRefusal {
     Unresolvable,
     /// No partition has that id.
     #[error("no partition {0}")]
-    NoPartition(i64),
+    NoPartition(PartitionId),
 }
 
 /// The answer to one acknowledgement.
@@ -122,7 +123,7 @@ pub(crate) async fn run(
     items: &[AckItem],
     now: i64,
 ) -> Result<(Vec<AckResult>, Vec<String>)> {
-    let mut by_partition: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    let mut by_partition: BTreeMap<PartitionId, Vec<usize>> = BTreeMap::new();
     for (i, item) in items.iter().enumerate() {
         by_partition.entry(item.partition_id).or_default().push(i);
     }
@@ -165,7 +166,7 @@ struct Found {
 async fn partition(
     tx: &mut Conn<'_>,
     group: &str,
-    partition_id: i64,
+    partition_id: PartitionId,
     items: &[AckItem],
     indexes: &[usize],
     now: i64,
@@ -417,7 +418,7 @@ async fn partition(
 /// an offset at or after the cursor `c` (or the stretch ends).
 async fn resolve(
     tx: &mut Conn<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     lo: i64,
     hi: i64,
     c: i64,

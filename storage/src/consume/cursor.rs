@@ -11,13 +11,14 @@
 use super::{PartitionState, SubscriptionMode, QUEUE_MODE_GROUP};
 use crate::backend::Conn;
 use crate::error::Result;
+use crate::model::PartitionId;
 use crate::sql::consume;
 
 /// The committed offset (next to consume) a new cursor starts at.
 pub(crate) async fn seed(
     tx: &mut Conn<'_>,
     part: &PartitionState,
-    partition_id: i64,
+    partition_id: PartitionId,
     group: &str,
     requested: SubscriptionMode,
 ) -> Result<i64> {

@@ -8,6 +8,7 @@
 use bytes::Bytes;
 
 use crate::error::Result;
+use crate::model::PartitionId;
 use crate::record::Record;
 use crate::sql::dead_letters::DeadLetterRow;
 use crate::Engine;
@@ -39,7 +40,7 @@ pub struct DeadLetter {
     /// The partition name.
     pub partition: String,
     /// The partition id.
-    pub partition_id: i64,
+    pub partition_id: PartitionId,
     /// The group that gave up on it.
     pub group: String,
     /// Its offset in the partition.

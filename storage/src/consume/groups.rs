@@ -8,6 +8,7 @@ use super::dlq::dead_letter;
 use super::validate_group;
 use crate::append::txn_hash;
 use crate::error::Result;
+use crate::model::PartitionId;
 use crate::model::QueueInfo;
 use crate::record::{decode_segment, Record};
 use crate::sql;
@@ -27,7 +28,7 @@ pub struct GroupPosition {
     /// The partition name.
     pub partition: String,
     /// The partition id.
-    pub partition_id: i64,
+    pub partition_id: PartitionId,
     /// The next offset the group consumes (Kafka's committed offset).
     pub committed_offset: i64,
     /// The partition's next offset (high watermark).
@@ -78,7 +79,7 @@ pub struct Subscription {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionDepth {
     /// The partition id.
-    pub partition_id: i64,
+    pub partition_id: PartitionId,
     /// Messages stored.
     pub total: i64,
     /// Stored, not yet delivered (or delivered under a lease that ended).
@@ -194,10 +195,11 @@ impl Engine {
         };
         let now = self.inner.clock.now_ms();
         let positions = sql::groups::positions(&self.inner.store, group, Some(queue), now).await?;
-        let dead: HashMap<i64, i64> = sql::dead_letters::counts(&self.inner.store, info.id, group)
-            .await?
-            .into_iter()
-            .collect();
+        let dead: HashMap<PartitionId, i64> =
+            sql::dead_letters::counts(&self.inner.store, info.id, group)
+                .await?
+                .into_iter()
+                .collect();
         let groups: BTreeSet<&str> = match group {
             Some(g) => BTreeSet::from([g]),
             None => positions.iter().map(|p| p.group.as_str()).collect(),
@@ -235,7 +237,7 @@ impl Engine {
     /// the partition's newest segments.
     pub async fn message(
         &self,
-        partition_id: i64,
+        partition_id: PartitionId,
         transaction_id: &str,
     ) -> Result<Option<MessageView>> {
         let store = &self.inner.store;
@@ -311,7 +313,7 @@ impl Engine {
     /// The newest stored message of the partition with this transaction id.
     async fn find(
         &self,
-        partition_id: i64,
+        partition_id: PartitionId,
         transaction_id: &str,
         next_offset: i64,
     ) -> Result<Option<(i64, i64, Record)>> {
@@ -377,7 +379,7 @@ impl Engine {
 fn slowest<'a>(
     positions: &'a [GroupPosition],
     groups: &BTreeSet<&str>,
-    partition_id: i64,
+    partition_id: PartitionId,
 ) -> Option<&'a GroupPosition> {
     let here: Vec<&GroupPosition> = positions
         .iter()

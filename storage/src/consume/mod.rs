@@ -39,6 +39,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::error::{Result, StorageError};
+use crate::model::PartitionId;
 use crate::options::QueueOptions;
 use crate::record::Record;
 use crate::Engine;
@@ -151,7 +152,7 @@ pub struct PoppedMessage {
     /// The partition name.
     pub partition: String,
     /// The partition id (a decimal string on the wire).
-    pub partition_id: i64,
+    pub partition_id: PartitionId,
     /// Its offset in the partition.
     pub offset: i64,
     /// When it was stored, ms since the epoch.
@@ -244,7 +245,7 @@ impl LeaseRow {
 #[derive(Debug)]
 pub(crate) struct NewDeadLetter<'a> {
     pub queue_id: i64,
-    pub partition_id: i64,
+    pub partition_id: PartitionId,
     pub group: &'a str,
     pub offset: i64,
     pub transaction_id: String,

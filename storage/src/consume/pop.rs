@@ -19,6 +19,7 @@ use super::{
 };
 use crate::backend::Conn;
 use crate::error::Result;
+use crate::model::PartitionId;
 use crate::options::QueueOptions;
 use crate::record::decode_segment_range;
 use crate::sql::{consume, segments};
@@ -49,7 +50,7 @@ pub(crate) struct CandidateFilter<'a> {
 #[derive(Debug)]
 pub(crate) struct PopJob<'a> {
     pub group: &'a str,
-    pub candidates: Vec<i64>,
+    pub candidates: Vec<PartitionId>,
     pub batch: usize,
     pub max_partitions: usize,
     /// The lease to grant; with `auto_ack` it is released at once.
@@ -203,7 +204,7 @@ async fn attempt(
             .then(|| now.saturating_sub(options.delayed_processing.saturating_mul(1000))),
     };
     let listed = consume::candidates(store, &filter).await?;
-    let missing: Vec<i64> = listed
+    let missing: Vec<PartitionId> = listed
         .iter()
         .filter(|(_, has)| !has)
         .map(|(id, _)| *id)
@@ -211,7 +212,7 @@ async fn attempt(
     if !missing.is_empty() {
         store.create_lease_rows(&missing, &request.group).await?;
     }
-    let mut candidates: Vec<i64> = listed.into_iter().map(|(id, _)| id).collect();
+    let mut candidates: Vec<PartitionId> = listed.into_iter().map(|(id, _)| id).collect();
     let timed = options.window_buffer > 0 || options.delayed_processing > 0;
     if candidates.is_empty() {
         let expiry = consume::next_expiry(store, queue_id, &request.group, now).await?;
@@ -314,7 +315,7 @@ pub(crate) async fn run(tx: &mut Conn<'_>, job: &PopJob<'_>) -> Result<PopOutcom
 async fn deliver(
     tx: &mut Conn<'_>,
     job: &PopJob<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     lease: LeaseRow,
     expires_at: i64,
     budget: usize,

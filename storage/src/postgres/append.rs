@@ -6,11 +6,12 @@ use sqlx::PgConnection;
 use crate::append::{NewSegment, PartitionHead};
 use crate::dedup::{pack_hashes, HashRow};
 use crate::error::Result;
+use crate::model::PartitionId;
 
 /// See [`crate::backend::Conn::lock_partitions`].
 pub(crate) async fn lock_partitions(
     conn: &mut PgConnection,
-    ids: &[i64],
+    ids: &[PartitionId],
 ) -> Result<Vec<PartitionHead>> {
     Ok(sqlx::query_as(
         "SELECT p.id, p.next_offset, p.last_created_at, q.dedup_window_seconds \
@@ -26,7 +27,7 @@ pub(crate) async fn lock_partitions(
 pub(crate) async fn write(
     conn: &mut PgConnection,
     segments: &[NewSegment],
-    hashes: &[(i64, HashRow)],
+    hashes: &[(PartitionId, HashRow)],
     heads: &[PartitionHead],
 ) -> Result<()> {
     let column = |f: fn(&NewSegment) -> i64| segments.iter().map(f).collect::<Vec<i64>>();
@@ -37,7 +38,7 @@ pub(crate) async fn write(
              FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $7::bytea[]) \
              AS s(p, b, c, t, m, r)",
         )
-        .bind(column(|s| s.partition_id))
+        .bind(column(|s| s.partition_id.get()))
         .bind(column(|s| s.base_offset))
         .bind(column(|s| s.count))
         .bind(column(|s| s.created_at))
@@ -47,13 +48,14 @@ pub(crate) async fn write(
         .execute(&mut *conn)
         .await?;
     if !hashes.is_empty() {
-        let column = |f: fn(&(i64, HashRow)) -> i64| hashes.iter().map(f).collect::<Vec<i64>>();
+        let column =
+            |f: fn(&(PartitionId, HashRow)) -> i64| hashes.iter().map(f).collect::<Vec<i64>>();
         let packed: Vec<Vec<u8>> = hashes.iter().map(|(_, h)| pack_hashes(&h.hashes)).collect();
         sqlx::query(
             "INSERT INTO txn_hashes (partition_id, base_offset, created_at, hashes) \
                  SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[])",
         )
-        .bind(column(|(p, _)| *p))
+        .bind(column(|(p, _)| p.get()))
         .bind(column(|(_, h)| h.base_offset))
         .bind(column(|(_, h)| h.created_at))
         .bind(packed)
@@ -66,7 +68,7 @@ pub(crate) async fn write(
              FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[]) AS h(id, n, t) \
              WHERE partitions.id = h.id",
     )
-    .bind(column(|h| h.id))
+    .bind(column(|h| h.id.get()))
     .bind(column(|h| h.next_offset))
     .bind(column(|h| h.last_created_at))
     .execute(&mut *conn)

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 
 use crate::consume::wake::{Wake, CHANNEL};
 use crate::error::Result;
+use crate::model::PartitionId;
 
 /// See [`crate::backend::Store::create_lease_rows`]: each missing row in a
 /// transaction of its own, so a pop then only locks rows that exist, and
@@ -18,7 +19,7 @@ use crate::error::Result;
 /// deadlocking) on them.
 pub(crate) async fn create_lease_rows(
     pool: &PgPool,
-    partition_ids: &[i64],
+    partition_ids: &[PartitionId],
     group: &str,
 ) -> Result<()> {
     sqlx::query(

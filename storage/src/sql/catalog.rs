@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use crate::backend::{on_db, Conn, Store};
 use crate::error::{Result, StorageError};
 use crate::log::LogBounds;
+use crate::model::PartitionId;
 use crate::model::{PartitionInfo, QueueInfo, DEFAULT_PARTITION};
 use crate::options::QueueOptions;
 
@@ -19,7 +20,7 @@ const PARTITION_COLUMNS: &str = "SELECT p.queue_id, p.id, p.name, p.kafka_index,
 #[derive(Debug, sqlx::FromRow)]
 struct PartitionRow {
     queue_id: i64,
-    id: i64,
+    id: PartitionId,
     name: String,
     kafka_index: i32,
     created_at: i64,
@@ -157,7 +158,7 @@ pub(crate) async fn ensure_partition(
     partition: &str,
     options_if_new: &QueueOptions,
     now_ms: i64,
-) -> Result<i64> {
+) -> Result<PartitionId> {
     let mut tx = store.begin_write().await?;
     let mut conn = tx.conn();
     insert_queue(&mut conn, queue, options_if_new, now_ms, OnConflict::Keep).await?;
@@ -179,9 +180,9 @@ async fn partition_in(
     queue_id: i64,
     partition: &str,
     now_ms: i64,
-) -> Result<i64> {
+) -> Result<PartitionId> {
     Ok(on_db!(conn, c => {
-        let existing: Option<i64> =
+        let existing: Option<PartitionId> =
             sqlx::query_scalar("SELECT id FROM partitions WHERE queue_id = $1 AND name = $2")
                 .bind(queue_id)
                 .bind(partition)
@@ -245,7 +246,7 @@ pub(crate) async fn queues(store: &Store) -> Result<Vec<QueueInfo>> {
 }
 
 /// The partition's log start and next offset, if it exists.
-pub(crate) async fn bounds(store: &Store, partition_id: i64) -> Result<Option<LogBounds>> {
+pub(crate) async fn bounds(store: &Store, partition_id: PartitionId) -> Result<Option<LogBounds>> {
     Ok(on_db!(store.reader(), pool => sqlx::query_as(
         "SELECT log_start, next_offset FROM partitions WHERE id = $1",
     )

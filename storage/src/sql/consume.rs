@@ -8,6 +8,7 @@ use crate::backend::{on_db, Conn, Store};
 use crate::consume::pop::CandidateFilter;
 use crate::consume::{CursorRow, LeaseExtension, LeaseRow, PartitionState, SubscriptionMode};
 use crate::error::{Result, StorageError};
+use crate::model::PartitionId;
 use crate::options::QueueOptions;
 
 /// What the lease upserts return, as [`LeaseRow`] decodes it.
@@ -36,7 +37,7 @@ struct PartitionCursorRow {
 /// another lease is live.
 pub(crate) async fn claim(
     conn: &mut Conn<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     group: &str,
     lease_id: &str,
     expires_at: i64,
@@ -62,7 +63,7 @@ pub(crate) async fn claim(
 /// Locks the lease row of (partition, group), creating a free one if missing.
 pub(crate) async fn lock_lease(
     conn: &mut Conn<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     group: &str,
 ) -> Result<LeaseRow> {
     let sql = format!(
@@ -80,7 +81,7 @@ pub(crate) async fn lock_lease(
 /// Writes the lease row back.
 pub(crate) async fn save_lease(
     conn: &mut Conn<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     group: &str,
     lease: &LeaseRow,
 ) -> Result<()> {
@@ -107,7 +108,7 @@ pub(crate) async fn save_lease(
 /// The partition, its queue, and the group's cursor on it.
 pub(crate) async fn partition(
     conn: &mut Conn<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     group: &str,
 ) -> Result<Option<(PartitionState, Option<CursorRow>)>> {
     let row: Option<PartitionCursorRow> = on_db!(conn, c => sqlx::query_as(
@@ -142,7 +143,7 @@ pub(crate) async fn partition(
 /// Stores the group's position natively (Kafka metadata cleared).
 pub(crate) async fn save_cursor(
     conn: &mut Conn<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     group: &str,
     cursor: CursorRow,
     now: i64,
@@ -170,7 +171,7 @@ pub(crate) async fn save_cursor(
 /// The first offset of the partition created at or after `at`.
 pub(crate) async fn first_offset_at(
     conn: &mut Conn<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     at: i64,
 ) -> Result<Option<i64>> {
     Ok(on_db!(conn, c => sqlx::query_scalar(
@@ -276,7 +277,7 @@ pub(crate) async fn register(
 pub(crate) async fn candidates(
     store: &Store,
     filter: &CandidateFilter<'_>,
-) -> Result<Vec<(i64, bool)>> {
+) -> Result<Vec<(PartitionId, bool)>> {
     let mut sql = String::from(
         "SELECT p.id, l.partition_id IS NOT NULL FROM partitions p \
          LEFT JOIN consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $2 \
@@ -365,7 +366,7 @@ pub(crate) async fn extend_lease(
 /// (log start, next offset).
 pub(crate) async fn partition_ref(
     store: &Store,
-    partition_id: i64,
+    partition_id: PartitionId,
 ) -> Result<Option<(String, String, i64, i64)>> {
     Ok(on_db!(store.reader(), pool => sqlx::query_as(
         "SELECT q.name, p.name, p.log_start, p.next_offset FROM partitions p \

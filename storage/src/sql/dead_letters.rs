@@ -3,6 +3,7 @@
 use crate::backend::{on_db, Conn, Store};
 use crate::consume::{DeadLetterQuery, NewDeadLetter};
 use crate::error::Result;
+use crate::model::PartitionId;
 
 /// The select list of a [`DeadLetterRow`], over `dead_letters d`,
 /// `partitions p` and `queues q`.
@@ -14,7 +15,7 @@ const COLUMNS: &str = "q.name AS queue, p.name AS partition, d.partition_id, d.c
 pub(crate) struct DeadLetterRow {
     pub queue: String,
     pub partition: String,
-    pub partition_id: i64,
+    pub partition_id: PartitionId,
     pub consumer_group: String,
     pub message_offset: i64,
     pub error_message: Option<String>,
@@ -59,7 +60,7 @@ pub(crate) async fn counts(
     store: &Store,
     queue_id: i64,
     group: Option<&str>,
-) -> Result<Vec<(i64, i64)>> {
+) -> Result<Vec<(PartitionId, i64)>> {
     Ok(on_db!(store.reader(), pool => sqlx::query_as(
         "SELECT partition_id, COUNT(*) FROM dead_letters WHERE queue_id = $1 \
          AND ($2 = '' OR consumer_group = $2) GROUP BY partition_id",
@@ -113,7 +114,7 @@ pub(crate) async fn page(
 /// The dead letters of a transaction id in a partition.
 pub(crate) async fn of_message(
     store: &Store,
-    partition_id: i64,
+    partition_id: PartitionId,
     transaction_id: &str,
 ) -> Result<Vec<DeadLetterRow>> {
     let sql = format!(

@@ -4,6 +4,7 @@
 use crate::backend::{on_db, Conn, Store};
 use crate::dedup::{unpack_hashes, HashRow};
 use crate::error::{Result, StorageError};
+use crate::model::PartitionId;
 
 /// A `txn_hashes` row as stored.
 #[derive(sqlx::FromRow)]
@@ -36,7 +37,7 @@ pub(crate) enum Rows {
 /// The partition's sidecar rows, in offset order.
 pub(crate) async fn rows(
     conn: &mut Conn<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     which: Rows,
 ) -> Result<Vec<HashRow>> {
     let (condition, bound) = match which {
@@ -57,7 +58,11 @@ pub(crate) async fn rows(
 
 /// The offsets of the partition whose transaction id hashes to `hash`:
 /// candidates, to be confirmed against the stored ids.
-pub(crate) async fn candidates(store: &Store, partition_id: i64, hash: i64) -> Result<Vec<i64>> {
+pub(crate) async fn candidates(
+    store: &Store,
+    partition_id: PartitionId,
+    hash: i64,
+) -> Result<Vec<i64>> {
     let rows: Vec<Row> = on_db!(store.reader(), pool => sqlx::query_as(
         "SELECT base_offset, created_at, hashes FROM txn_hashes \
          WHERE partition_id = $1 ORDER BY base_offset",

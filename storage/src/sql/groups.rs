@@ -4,6 +4,7 @@
 use crate::backend::{on_db, Store};
 use crate::consume::{GroupPosition, Subscription};
 use crate::error::Result;
+use crate::model::PartitionId;
 
 /// A position row as [`positions`] selects it.
 #[derive(sqlx::FromRow)]
@@ -11,7 +12,7 @@ struct PositionRow {
     consumer_group: String,
     queue: String,
     partition: String,
-    partition_id: i64,
+    partition_id: PartitionId,
     committed_offset: i64,
     next_offset: i64,
     log_start: i64,

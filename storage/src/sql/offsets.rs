@@ -4,6 +4,7 @@
 use crate::backend::{on_db, Store};
 use crate::consume::QUEUE_MODE_GROUP;
 use crate::error::Result;
+use crate::model::PartitionId;
 use crate::offsets::{CommittedOffset, TopicOffset};
 
 /// A committed offset with the topic and Kafka partition it belongs to.
@@ -21,7 +22,7 @@ struct OffsetRow {
 pub(crate) async fn commit(
     store: &Store,
     group: &str,
-    commits: &[(i64, CommittedOffset)],
+    commits: &[(PartitionId, CommittedOffset)],
     now_ms: i64,
 ) -> Result<()> {
     let mut tx = store.begin_write().await?;
@@ -83,7 +84,11 @@ pub(crate) async fn group_names(store: &Store) -> Result<Vec<String>> {
 
 /// Deletes the positions of `group` on the given partitions; returns how
 /// many there were.
-pub(crate) async fn delete(store: &Store, group: &str, partition_ids: &[i64]) -> Result<u64> {
+pub(crate) async fn delete(
+    store: &Store,
+    group: &str,
+    partition_ids: &[PartitionId],
+) -> Result<u64> {
     let mut tx = store.begin_write().await?;
     let mut deleted = 0;
     for partition_id in partition_ids {

@@ -2,6 +2,7 @@
 
 use crate::backend::{on_db, Conn, Store};
 use crate::error::{Result, StorageError};
+use crate::model::PartitionId;
 use crate::producers::{
     pack, unpack, ProducerError, ProducerIdentity, ProducerInfo, ProducerState,
 };
@@ -75,7 +76,10 @@ pub(crate) async fn init_id(
 }
 
 /// The producers with state on a partition.
-pub(crate) async fn on_partition(store: &Store, partition_id: i64) -> Result<Vec<ProducerInfo>> {
+pub(crate) async fn on_partition(
+    store: &Store,
+    partition_id: PartitionId,
+) -> Result<Vec<ProducerInfo>> {
     let rows: Vec<StateRow> = on_db!(store.reader(), pool => sqlx::query_as(
         "SELECT producer_id, epoch, batches, updated_at FROM producer_state \
          WHERE partition_id = $1 ORDER BY producer_id",
@@ -115,7 +119,7 @@ pub(crate) async fn expire(store: &Store, before_ms: i64, limit: i64) -> Result<
 /// A producer's state on a partition, inside an append.
 pub(crate) async fn state(
     conn: &mut Conn<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     producer_id: i64,
 ) -> Result<Option<ProducerState>> {
     let row: Option<StateRow> = on_db!(conn, c => sqlx::query_as(
@@ -137,7 +141,10 @@ pub(crate) async fn state(
 }
 
 /// Stores producer states, (partition id, producer id, state), inside an append.
-pub(crate) async fn save(conn: &mut Conn<'_>, states: &[(i64, i64, ProducerState)]) -> Result<()> {
+pub(crate) async fn save(
+    conn: &mut Conn<'_>,
+    states: &[(PartitionId, i64, ProducerState)],
+) -> Result<()> {
     for (partition_id, producer_id, state) in states {
         on_db!(conn, c => { sqlx::query(
             "INSERT INTO producer_state (partition_id, producer_id, epoch, batches, updated_at) \

@@ -10,6 +10,7 @@ use futures_util::TryStreamExt;
 use crate::backend::{on_db, Conn, Store};
 use crate::error::Result;
 use crate::log::TimestampedOffset;
+use crate::model::PartitionId;
 use crate::model::StoredMessage;
 use crate::record::{decode_segment, Record};
 
@@ -53,7 +54,7 @@ impl SegmentRow {
 /// rather than by scanning the partition.
 pub(crate) async fn scan(
     conn: &mut Conn<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     from: i64,
     mut visit: impl FnMut(SegmentRow) -> Result<ControlFlow<()>>,
 ) -> Result<()> {
@@ -99,7 +100,7 @@ pub(crate) async fn scan(
 /// with a message always is).
 pub(crate) async fn read(
     store: &Store,
-    partition_id: i64,
+    partition_id: PartitionId,
     from: i64,
     max_messages: usize,
     max_bytes: usize,
@@ -150,7 +151,7 @@ fn take_from(
 /// The segment of the partition that holds `offset`, if still stored.
 pub(crate) async fn at(
     conn: &mut Conn<'_>,
-    partition_id: i64,
+    partition_id: PartitionId,
     offset: i64,
 ) -> Result<Option<SegmentRow>> {
     let sql = format!(
@@ -168,7 +169,7 @@ pub(crate) async fn at(
 /// Up to `max_rows` segments that start before `before`, newest first.
 pub(crate) async fn before(
     store: &Store,
-    partition_id: i64,
+    partition_id: PartitionId,
     before: i64,
     max_rows: i64,
 ) -> Result<Vec<SegmentRow>> {
@@ -187,7 +188,7 @@ pub(crate) async fn before(
 /// The first message stamped at or after `timestamp`.
 pub(crate) async fn offset_for_timestamp(
     store: &Store,
-    partition_id: i64,
+    partition_id: PartitionId,
     timestamp: i64,
 ) -> Result<Option<TimestampedOffset>> {
     // Each segment keeps its largest record timestamp: the first segment
@@ -208,7 +209,7 @@ pub(crate) async fn offset_for_timestamp(
 /// The message with the largest timestamp (the first of equals).
 pub(crate) async fn max_timestamp_offset(
     store: &Store,
-    partition_id: i64,
+    partition_id: PartitionId,
 ) -> Result<Option<TimestampedOffset>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 \

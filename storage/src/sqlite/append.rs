@@ -5,6 +5,7 @@ use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use crate::append::{NewSegment, PartitionHead};
 use crate::dedup::{pack_hashes, HashRow};
 use crate::error::Result;
+use crate::model::PartitionId;
 
 /// Bind parameters per statement, well under SQLite's limit of 32766.
 const MAX_PARAMS: usize = 30_000;
@@ -12,7 +13,7 @@ const MAX_PARAMS: usize = 30_000;
 /// See [`crate::backend::Conn::lock_partitions`].
 pub(crate) async fn lock_partitions(
     conn: &mut SqliteConnection,
-    ids: &[i64],
+    ids: &[PartitionId],
 ) -> Result<Vec<PartitionHead>> {
     // The write transaction (BEGIN IMMEDIATE) already holds SQLite's one write lock.
     let mut heads = Vec::with_capacity(ids.len());
@@ -35,7 +36,7 @@ pub(crate) async fn lock_partitions(
 pub(crate) async fn write(
     conn: &mut SqliteConnection,
     segments: &[NewSegment],
-    hashes: &[(i64, HashRow)],
+    hashes: &[(PartitionId, HashRow)],
     heads: &[PartitionHead],
 ) -> Result<()> {
     for chunk in segments.chunks(MAX_PARAMS / 7) {

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
+use storage::PartitionId;
 use storage::{
     AckItem, AckRefusal, AckResult, AckStatus, DeadLetterQuery, Engine, PopOutcome, PopRequest,
     QueueOptions, SubscriptionMode, QUEUE_MODE_GROUP,
@@ -357,14 +358,22 @@ pub async fn unresolvable_acks_change_nothing(db: &Db) {
             // Stored, but not delivered under this lease.
             item("m-2", AckStatus::Completed, lease.clone(), pid),
             item("m-0", AckStatus::Completed, Some("not-a-lease".into()), pid),
-            item("m-0", AckStatus::Completed, lease.clone(), 999_999),
+            item(
+                "m-0",
+                AckStatus::Completed,
+                lease.clone(),
+                PartitionId::new(999_999),
+            ),
         ],
     )
     .await;
     assert_eq!(r[0].refusal, Some(AckRefusal::Unresolvable));
     assert_eq!(r[1].refusal, Some(AckRefusal::Unresolvable));
     assert_eq!(r[2].refusal, Some(AckRefusal::InvalidLease));
-    assert_eq!(r[3].refusal, Some(AckRefusal::NoPartition(999_999)));
+    assert_eq!(
+        r[3].refusal,
+        Some(AckRefusal::NoPartition(PartitionId::new(999_999)))
+    );
     assert_eq!(
         r[0].refusal.as_ref().map(ToString::to_string).as_deref(),
         Some("transaction is unresolvable, already committed, or acknowledgment is stale")
@@ -663,8 +672,8 @@ pub async fn two_engines_never_hold_the_same_lease(db: &Db) {
         engines[0].push(items).await.expect("push");
     }
     // partition id -> holder, set while a consumer holds its lease.
-    let holders: Arc<Mutex<HashMap<i64, usize>>> = Arc::default();
-    let delivered: Arc<Mutex<Vec<(i64, i64, String)>>> = Arc::default();
+    let holders: Arc<Mutex<HashMap<PartitionId, usize>>> = Arc::default();
+    let delivered: Arc<Mutex<Vec<(PartitionId, i64, String)>>> = Arc::default();
     let mut tasks = tokio::task::JoinSet::new();
     for worker in 0..8 {
         let engine = engines[worker % 2].clone();
@@ -708,7 +717,7 @@ pub async fn two_engines_never_hold_the_same_lease(db: &Db) {
     let unique: HashSet<&String> = delivered.iter().map(|(_, _, t)| t).collect();
     assert_eq!(unique.len(), delivered.len(), "nothing delivered twice");
     // Order is kept per partition.
-    let mut by_partition: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    let mut by_partition: BTreeMap<PartitionId, Vec<i64>> = BTreeMap::new();
     for (p, o, _) in &delivered {
         by_partition.entry(*p).or_default().push(*o);
     }

@@ -2,6 +2,7 @@
 //! offset and bytes, offsets by time, the append signal, the broker registry.
 
 use bytes::Bytes;
+use storage::PartitionId;
 use storage::{Content, KafkaRecord, QueueOptions, Record, TimestampedOffset, TopicCreation};
 
 use crate::push::push_one;
@@ -29,7 +30,7 @@ fn at_ts(offset: i64, timestamp_ms: i64) -> TimestampedOffset {
     }
 }
 
-async fn partition_id(engine: &storage::Engine, topic: &str, index: i32) -> i64 {
+async fn partition_id(engine: &storage::Engine, topic: &str, index: i32) -> PartitionId {
     let q = engine
         .queue(topic)
         .await
@@ -43,7 +44,7 @@ async fn partition_id(engine: &storage::Engine, topic: &str, index: i32) -> i64 
 }
 
 /// Creates Kafka topic `name` with one partition; returns that partition's id.
-pub(crate) async fn one_partition_topic(engine: &storage::Engine, name: &str) -> i64 {
+pub(crate) async fn one_partition_topic(engine: &storage::Engine, name: &str) -> PartitionId {
     engine
         .create_topic(name, 1, &QueueOptions::for_kafka_topic())
         .await
@@ -187,7 +188,7 @@ pub async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
         .is_empty());
     assert!(
         engine
-            .append_records("log", i64::MAX, vec![kafka("z", 1)])
+            .append_records("log", PartitionId::new(i64::MAX), vec![kafka("z", 1)])
             .await
             .is_err(),
         "an unknown partition is an error"

@@ -71,7 +71,7 @@ pub async fn groups_are_listed_and_their_offsets_deleted_per_partition(db: &Db) 
     let engine = db.engine().await;
     push_n(&engine, "q", "a", 0, 3).await;
     push_n(&engine, "q", "b", 0, 3).await;
-    let partitions: Vec<i64> = engine
+    let partitions: Vec<storage::PartitionId> = engine
         .queue("q")
         .await
         .expect("read")
@@ -85,7 +85,8 @@ pub async fn groups_are_listed_and_their_offsets_deleted_per_partition(db: &Db) 
         metadata: None,
         leader_epoch: None,
     };
-    let commits: Vec<(i64, CommittedOffset)> = partitions.iter().map(|&p| (p, at(2))).collect();
+    let commits: Vec<(storage::PartitionId, CommittedOffset)> =
+        partitions.iter().map(|&p| (p, at(2))).collect();
     engine.commit_offsets("k", &commits).await.expect("commit");
     // A native group and queue-mode consumption store positions too.
     let held = pop(&engine, "q", "native", 1).await;

@@ -27,7 +27,7 @@ fn records(n: usize) -> Vec<Record> {
 
 async fn send(
     engine: &Engine,
-    partition: i64,
+    partition: storage::PartitionId,
     producer_id: i64,
     epoch: i16,
     seq: i32,

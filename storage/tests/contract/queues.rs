@@ -1,5 +1,6 @@
 //! Queues and partitions: configure, Kafka indexes, delete, names.
 
+use storage::PartitionId;
 use storage::{QueueOptions, StorageError, DEFAULT_PARTITION};
 
 use crate::push::{json_item, push_one};
@@ -129,7 +130,7 @@ pub async fn kafka_indexes_resolve_and_follow_a_recreated_topic(db: &Db) {
     let (a, b) = (db.engine().await, db.engine().await);
     let options = QueueOptions::for_kafka_topic();
     a.create_topic("t", 2, &options).await.expect("create");
-    let ids: Vec<i64> = a
+    let ids: Vec<PartitionId> = a
         .queue("t")
         .await
         .expect("read")

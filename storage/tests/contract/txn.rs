@@ -3,8 +3,8 @@
 
 use serde_json::json;
 use storage::{
-    AckItem, AckStatus, Engine, KvExpiry, KvOp, KvRequest, PopRequest, PushStatus, StorageError,
-    TxnOp, TxnOpResult, TxnOutcome, TxnRequest, TxnRollback,
+    AckItem, AckStatus, Engine, KvExpiry, KvOp, KvRequest, PartitionId, PopRequest, PushStatus,
+    StorageError, TxnOp, TxnOpResult, TxnOutcome, TxnRequest, TxnRollback,
 };
 
 use crate::kv::{once, req};
@@ -17,7 +17,7 @@ fn push_op(queue: &str, txn: &str) -> TxnOp {
     TxnOp::Push(json_item(queue, "p", Some(txn), r#"{"out":1}"#))
 }
 
-fn ack_op(txn: &str, partition_id: i64, lease: Option<&str>) -> TxnOp {
+fn ack_op(txn: &str, partition_id: PartitionId, lease: Option<&str>) -> TxnOp {
     TxnOp::Ack {
         group: GROUP.to_owned(),
         item: AckItem {
@@ -31,7 +31,7 @@ fn ack_op(txn: &str, partition_id: i64, lease: Option<&str>) -> TxnOp {
 }
 
 /// Pushes `input` to queue "in" and pops it for the group: (partition id, lease).
-async fn leased(engine: &Engine, input: &str) -> (i64, String) {
+async fn leased(engine: &Engine, input: &str) -> (PartitionId, String) {
     push_one(engine, "in", "p", Some(input)).await;
     let popped = engine
         .pop(&PopRequest {
@@ -65,7 +65,7 @@ async fn txn(engine: &Engine, request: TxnRequest) -> TxnOutcome {
 }
 
 /// The pipeline step: ack the input, push its output, gate on `once`.
-fn step(input: &str, partition_id: i64, lease: &str) -> TxnRequest {
+fn step(input: &str, partition_id: PartitionId, lease: &str) -> TxnRequest {
     TxnRequest {
         operations: vec![
             ack_op(input, partition_id, Some(lease)),
