@@ -71,15 +71,7 @@ pub async fn groups_are_listed_and_their_offsets_deleted_per_partition(db: &Db) 
     let engine = db.engine().await;
     push_n(&engine, "q", "a", 0, 3).await;
     push_n(&engine, "q", "b", 0, 3).await;
-    let partitions: Vec<storage::PartitionId> = engine
-        .queue("q")
-        .await
-        .expect("read")
-        .expect("exists")
-        .partitions
-        .iter()
-        .map(|p| p.id)
-        .collect();
+    let partitions = crate::queues::partition_ids(&engine, "q").await;
     let at = |offset| CommittedOffset {
         offset,
         metadata: None,

@@ -6,6 +6,12 @@ use storage::{QueueOptions, StorageError, DEFAULT_PARTITION};
 use crate::push::{json_item, push_one};
 use crate::support::Db;
 
+/// The ids of an existing queue's partitions, in Kafka index order.
+pub(crate) async fn partition_ids(engine: &storage::Engine, queue: &str) -> Vec<PartitionId> {
+    let info = engine.queue(queue).await.expect("read").expect("exists");
+    info.partitions.iter().map(|p| p.id).collect()
+}
+
 pub async fn configure_is_a_full_replace(db: &Db) {
     let engine = db.engine().await;
     let day = QueueOptions {
@@ -130,15 +136,7 @@ pub async fn kafka_indexes_resolve_and_follow_a_recreated_topic(db: &Db) {
     let (a, b) = (db.engine().await, db.engine().await);
     let options = QueueOptions::for_kafka_topic();
     a.create_topic("t", 2, &options).await.expect("create");
-    let ids: Vec<PartitionId> = a
-        .queue("t")
-        .await
-        .expect("read")
-        .expect("exists")
-        .partitions
-        .iter()
-        .map(|p| p.id)
-        .collect();
+    let ids = partition_ids(&a, "t").await;
     assert_eq!(
         a.kafka_partition("t", 1).await.expect("resolve"),
         Some(ids[1])
