@@ -241,8 +241,12 @@ impl Engine {
         transaction_id: &str,
     ) -> Result<Option<MessageView>> {
         let store = &self.inner.store;
-        let Some((queue, partition, log_start, next_offset)) =
-            sql::consume::partition_ref(store, partition_id).await?
+        let Some(sql::consume::PartitionRef {
+            queue,
+            partition,
+            log_start,
+            next_offset,
+        }) = sql::consume::partition_ref(store, partition_id).await?
         else {
             return Ok(None);
         };

@@ -362,14 +362,22 @@ pub(crate) async fn extend_lease(
     })
 }
 
-/// The queue and partition names of a partition id, with its offsets
-/// (log start, next offset).
+/// A partition's queue and name, with its bounds.
+#[derive(sqlx::FromRow)]
+pub(crate) struct PartitionRef {
+    pub queue: String,
+    pub partition: String,
+    pub log_start: i64,
+    pub next_offset: i64,
+}
+
+/// The queue and partition names of a partition id, with its bounds.
 pub(crate) async fn partition_ref(
     store: &Store,
     partition_id: PartitionId,
-) -> Result<Option<(String, String, i64, i64)>> {
+) -> Result<Option<PartitionRef>> {
     Ok(on_db!(store.reader(), pool => sqlx::query_as(
-        "SELECT q.name, p.name, p.log_start, p.next_offset FROM partitions p \
+        "SELECT q.name AS queue, p.name AS partition, p.log_start, p.next_offset FROM partitions p \
          JOIN queues q ON q.id = p.queue_id WHERE p.id = $1",
     )
     .bind(partition_id)
