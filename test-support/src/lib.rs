@@ -155,3 +155,74 @@ fn drop_postgres(admin: &str, name: &str) {
         eprintln!("test-support: could not drop test database {name}: {e}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    use super::*;
+
+    /// Whether database `name` exists on the test server.
+    async fn exists(name: &str) -> bool {
+        let mut conn = sqlx::PgConnection::connect(&postgres_admin_url())
+            .await
+            .expect("admin connection");
+        let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM pg_database WHERE datname = $1")
+            .bind(name)
+            .fetch_one(&mut conn)
+            .await
+            .expect("pg_database");
+        n == 1
+    }
+
+    fn name_of(db: &TestDb) -> String {
+        db.url
+            .rsplit('/')
+            .next()
+            .expect("a database name")
+            .to_owned()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_postgres_database_goes_with_its_guard() {
+        let db = TestDb::postgres().await;
+        let name = name_of(&db);
+        assert_eq!(db.backend(), Backend::Postgres);
+        assert!(exists(&name).await, "{name} was created");
+        let mut conn = sqlx::PgConnection::connect(&db.url)
+            .await
+            .expect("a connection left open");
+        sqlx::query("SELECT 1")
+            .execute(&mut conn)
+            .await
+            .expect("query");
+        drop(db);
+        assert!(!exists(&name).await, "{name} is dropped");
+    }
+
+    #[tokio::test]
+    async fn a_postgres_database_goes_when_the_test_panics() {
+        let db = TestDb::postgres().await;
+        let name = name_of(&db);
+        let panicked = catch_unwind(AssertUnwindSafe(move || {
+            let _db = db;
+            panic!("deliberate");
+        }));
+        assert!(panicked.is_err());
+        assert!(!exists(&name).await, "{name} is dropped");
+    }
+
+    #[test]
+    fn a_sqlite_directory_goes_with_its_guard() {
+        let db = TestDb::sqlite();
+        assert_eq!(db.backend(), Backend::Sqlite);
+        let path = db.url.strip_prefix("sqlite://").expect("a sqlite URL");
+        let dir = std::path::Path::new(path)
+            .parent()
+            .expect("a directory")
+            .to_owned();
+        assert!(dir.is_dir());
+        drop(db);
+        assert!(!dir.exists());
+    }
+}
