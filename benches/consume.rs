@@ -169,7 +169,6 @@ async fn scenario(backend: &str, batch: usize, args: &Args) {
         peak_rss_mib(broker.child.id()),
     );
     drop(broker);
-    db.drop_db().await;
 }
 
 #[tokio::main]

@@ -335,7 +335,6 @@ async fn main() {
             } else {
                 drop(broker);
             }
-            db.drop_db().await;
         }
     }
 }

@@ -111,7 +111,6 @@ async fn scenario(backend: &str, window: i64, partitions: usize, args: &Args) {
         rss
     );
     drop(broker);
-    db.drop_db().await;
 }
 
 #[tokio::main]

@@ -99,7 +99,6 @@ async fn scenario(backend: &str, transactions: usize, clients: usize) {
         peak_rss_mib(broker.child.id())
     );
     drop(broker);
-    db.drop_db().await;
 }
 
 #[tokio::main]

@@ -90,7 +90,6 @@ async fn two_brokers_on_one_postgres_store_a_contested_id_once() {
     assert_eq!(offsets, (0..500).collect::<Vec<i64>>());
 
     drop(brokers);
-    db.drop_db().await;
 }
 
 /// Sends raw bytes to `addr` and returns what came back before the peer closed or went quiet.
@@ -272,5 +271,4 @@ async fn two_brokers_on_one_postgres_share_leases_and_wake_each_other() {
     );
 
     drop(brokers);
-    db.drop_db().await;
 }

@@ -33,7 +33,6 @@ async fn postgres_pipeline_survives_sigkill() {
     tokio::task::spawn_blocking(move || pipeline_survives_sigkill(&url))
         .await
         .expect("pipeline");
-    db.drop_db().await;
 }
 
 fn pipeline_survives_sigkill(database_url: &str) {

@@ -572,7 +572,6 @@ async fn two_brokers_on_postgres_serve_the_same_partitions() {
     values.sort_unstable();
     assert_eq!(values, (0..40).collect::<Vec<u32>>());
     drop((a, b));
-    db.drop_db().await;
 }
 
 /// A librdkafka consumer's commit is the native group's position.

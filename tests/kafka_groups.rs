@@ -624,7 +624,6 @@ async fn the_group_continues_when_its_coordinator_broker_dies() {
         "committed positions add up to every record"
     );
     drop((a, b, survivor));
-    db.drop_db().await;
 }
 
 /// The sum of the group's committed offsets on `topic`, read over the HTTP API.

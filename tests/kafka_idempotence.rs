@@ -186,14 +186,12 @@ async fn idempotent_producer_survives_broker_kills_on_sqlite() {
 async fn idempotent_producer_survives_broker_kills_on_postgres() {
     let db = TestDb::postgres().await;
     survive_kills(&db, false).await;
-    db.drop_db().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn idempotent_producer_moves_between_two_brokers_on_postgres() {
     let db = TestDb::postgres().await;
     survive_kills(&db, true).await;
-    db.drop_db().await;
 }
 
 /// A Produce request carrying one idempotent batch of `n` records.
@@ -369,7 +367,6 @@ async fn batches_resent_after_lost_answers_are_stored_once_on_sqlite() {
 async fn batches_resent_after_lost_answers_are_stored_once_on_postgres() {
     let db = TestDb::postgres().await;
     resend_after_lost_answers(&db).await;
-    db.drop_db().await;
 }
 
 /// librdkafka's retries after lost answers are duplicates the broker must

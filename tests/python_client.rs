@@ -54,7 +54,6 @@ async fn on_postgres(script: &str) {
     let broker = Broker::start(&db.url, &[]);
     tokio::task::block_in_place(|| run_script(script, &broker));
     drop(broker);
-    db.drop_db().await;
 }
 
 /// One test per backend for each script.

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::str::FromStr;
 
-use crate::support::TestDb;
+use test_support::{Backend, TestDb};
 
 /// `--name value` pairs from the command line (`cargo bench` adds `--bench`,
 /// which takes no value and is ignored).
@@ -43,12 +43,12 @@ impl Flags {
     }
 }
 
-/// A fresh database of `backend`.
+/// A fresh database of `backend`, removed when dropped.
 pub async fn fresh_db(backend: &str) -> TestDb {
     if backend == "postgres" {
-        TestDb::postgres().await
+        TestDb::new(Backend::Postgres).await
     } else {
-        TestDb::sqlite()
+        TestDb::new(Backend::Sqlite).await
     }
 }
 

@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use sqlx::Connection;
+pub use test_support::TestDb;
 
 /// Instantiates each scenario `name(&Broker)` of the test file once per
 /// backend, each on a fresh database and a broker started with `flags`.
@@ -33,8 +33,6 @@ macro_rules! broker_scenarios {
                     let db = crate::support::TestDb::postgres().await;
                     let broker = crate::support::Broker::start(&db.url, $flags);
                     crate::$name(&broker).await;
-                    drop(broker);
-                    db.drop_db().await;
                 }
             )*
         }
@@ -42,62 +40,6 @@ macro_rules! broker_scenarios {
 }
 #[allow(unused_imports)]
 pub(crate) use broker_scenarios;
-
-/// The PostgreSQL server the tests create their databases on.
-pub fn postgres_admin_url() -> String {
-    std::env::var("QUEEN_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-/// A fresh, empty database; PostgreSQL ones are dropped by [`TestDb::drop_db`].
-pub struct TestDb {
-    pub url: String,
-    _dir: Option<tempfile::TempDir>,
-    pg_name: Option<String>,
-}
-
-impl TestDb {
-    pub fn sqlite() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        Self {
-            url: format!("sqlite://{}", dir.path().join("queen.db").display()),
-            _dir: Some(dir),
-            pg_name: None,
-        }
-    }
-
-    pub async fn postgres() -> Self {
-        let admin = postgres_admin_url();
-        let name = format!("queen_test_{}", uuid::Uuid::new_v4().simple());
-        let mut conn = sqlx::PgConnection::connect(&admin)
-            .await
-            .unwrap_or_else(|e| {
-                panic!("PostgreSQL is required at {admin} (QUEEN_TEST_POSTGRES_URL): {e}")
-            });
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .await
-            .expect("create test database");
-        let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
-        Self {
-            url: format!("{base}/{name}"),
-            _dir: None,
-            pg_name: Some(name),
-        }
-    }
-
-    pub async fn drop_db(self) {
-        if let Some(name) = &self.pg_name {
-            let mut conn = sqlx::PgConnection::connect(&postgres_admin_url())
-                .await
-                .expect("admin connection");
-            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                .execute(&mut conn)
-                .await
-                .expect("drop test database");
-        }
-    }
-}
 
 /// A running `queen` process, killed when dropped.
 pub struct Broker {

@@ -90,7 +90,6 @@ macro_rules! router_tests {
                 async fn $name() {
                     let db = $crate::support::TestDb::postgres().await;
                     $crate::$name(&$crate::support::router::Api::new(&db).await).await;
-                    db.drop_db().await;
                 }
             )*
         }

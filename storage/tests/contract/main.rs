@@ -19,10 +19,8 @@ macro_rules! contract {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    sqlx::any::install_default_drivers();
-                    let db = crate::support::Db::sqlite().await;
+                    let db = crate::support::Db::sqlite();
                     crate::$module::$name(&db).await;
-                    db.drop_db().await;
                 }
             )*
         }
@@ -30,10 +28,8 @@ macro_rules! contract {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    sqlx::any::install_default_drivers();
                     let db = crate::support::Db::postgres().await;
                     crate::$module::$name(&db).await;
-                    db.drop_db().await;
                 }
             )*
         }

@@ -11,7 +11,6 @@ use crate::support::Db;
 /// test names that cause when it fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn segments_are_compressed_with_lz4() {
-    sqlx::any::install_default_drivers();
     let db = Db::postgres().await;
     let engine = db.engine().await;
     let p = one_partition_topic(&engine, "compressed").await;
@@ -35,6 +34,4 @@ async fn segments_are_compressed_with_lz4() {
         "segments are not LZ4-compressed: the server lacks LZ4 (PostgreSQL < 14 or built without it)"
     );
     assert!(stored < raw / 2, "{stored} bytes stored for {raw}");
-    drop(conn);
-    db.drop_db().await;
 }

@@ -1,57 +1,36 @@
-//! A fresh database per test, on either backend.
+//! A fresh database per test, on either backend, with a test clock.
 
 use std::sync::Arc;
 
 use sqlx::Connection;
 use storage::{Clock, Engine, ManualClock};
+use test_support::{Backend, TestDb};
 
-/// The PostgreSQL server the tests create their databases on.
-pub fn postgres_admin_url() -> String {
-    std::env::var("QUEEN_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-/// A fresh, empty database and the URL to reach it.
+/// A fresh, empty database, the URL to reach it and the clock its engines
+/// run on; the database goes when this does (also when the test panics).
 pub struct Db {
     pub url: String,
     pub clock: ManualClock,
-    _dir: Option<tempfile::TempDir>,
-    pg_name: Option<String>,
+    db: TestDb,
 }
 
 /// The time every test starts at: a fixed, plausible instant.
 pub const START_MS: i64 = 1_790_000_000_000;
 
 impl Db {
-    pub async fn sqlite() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let url = format!("sqlite://{}", dir.path().join("queen.db").display());
-        Self {
-            url,
-            clock: ManualClock::new(START_MS),
-            _dir: Some(dir),
-            pg_name: None,
-        }
+    pub fn sqlite() -> Self {
+        Self::on(TestDb::sqlite())
     }
 
     pub async fn postgres() -> Self {
-        let admin = postgres_admin_url();
-        let name = format!("queen_test_{}", uuid::Uuid::new_v4().simple());
-        let mut conn = sqlx::PgConnection::connect(&admin)
-            .await
-            .unwrap_or_else(|e| {
-                panic!("PostgreSQL is required at {admin} (QUEEN_TEST_POSTGRES_URL): {e}")
-            });
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .await
-            .expect("create test database");
-        let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
+        Self::on(TestDb::postgres().await)
+    }
+
+    fn on(db: TestDb) -> Self {
         Self {
-            url: format!("{base}/{name}"),
+            url: db.url.clone(),
             clock: ManualClock::new(START_MS),
-            _dir: None,
-            pg_name: Some(name),
+            db,
         }
     }
 
@@ -72,22 +51,19 @@ impl Db {
     /// Runs raw SQL against the database, to simulate what other parts of
     /// the system (retention) do.
     pub async fn execute(&self, sql: &str) {
-        let mut conn = sqlx::AnyConnection::connect(&self.url)
-            .await
-            .expect("raw connection");
-        sqlx::query(sql).execute(&mut conn).await.expect("raw sql");
-    }
-
-    /// Drops the PostgreSQL database (SQLite's directory goes by itself).
-    pub async fn drop_db(self) {
-        if let Some(name) = &self.pg_name {
-            let mut conn = sqlx::PgConnection::connect(&postgres_admin_url())
-                .await
-                .expect("admin connection");
-            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                .execute(&mut conn)
-                .await
-                .expect("drop test database");
+        match self.db.backend() {
+            Backend::Sqlite => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.url)
+                    .await
+                    .expect("raw connection");
+                sqlx::query(sql).execute(&mut conn).await.expect("raw sql");
+            }
+            Backend::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.url)
+                    .await
+                    .expect("raw connection");
+                sqlx::query(sql).execute(&mut conn).await.expect("raw sql");
+            }
         }
     }
 }
