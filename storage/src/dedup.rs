@@ -34,7 +34,7 @@ pub(crate) fn pack_hashes(hashes: &[i64]) -> Vec<u8> {
 
 /// Unpacks the sidecar's `hashes` column; `None` if its length is not a multiple of 8.
 pub(crate) fn unpack_hashes(blob: &[u8]) -> Option<Vec<i64>> {
-    if blob.len() % 8 != 0 {
+    if !blob.len().is_multiple_of(8) {
         return None;
     }
     Some(

@@ -180,7 +180,7 @@ pub(crate) fn pack(batches: &[BatchMeta]) -> Vec<u8> {
 
 /// Unpacks the `batches` column.
 pub(crate) fn unpack(blob: &[u8]) -> Result<Vec<BatchMeta>> {
-    if blob.len() % 16 != 0 {
+    if !blob.len().is_multiple_of(16) {
         return Err(StorageError::Corrupt("producer state batches".into()));
     }
     Ok(blob
