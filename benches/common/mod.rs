@@ -8,11 +8,11 @@ use test_support::{Backend, TestDb};
 
 /// `--name value` pairs from the command line (`cargo bench` adds `--bench`,
 /// which takes no value and is ignored).
-pub struct Flags(HashMap<String, String>);
+pub(crate) struct Flags(HashMap<String, String>);
 
 impl Flags {
     /// Reads the process arguments.
-    pub fn parse() -> Self {
+    pub(crate) fn parse() -> Self {
         let mut flags = HashMap::new();
         let mut it = std::env::args().skip(1).peekable();
         while let Some(flag) = it.next() {
@@ -27,7 +27,7 @@ impl Flags {
     }
 
     /// The value of `--name`, or `default` when absent or unparsable.
-    pub fn get<T: FromStr>(&self, name: &str, default: T) -> T {
+    pub(crate) fn get<T: FromStr>(&self, name: &str, default: T) -> T {
         self.0
             .get(name)
             .and_then(|v| v.parse().ok())
@@ -35,7 +35,7 @@ impl Flags {
     }
 
     /// The backends to run: `--backend sqlite|postgres`, or both.
-    pub fn backends(&self) -> Vec<String> {
+    pub(crate) fn backends(&self) -> Vec<String> {
         match self.0.get("backend") {
             Some(b) => vec![b.clone()],
             None => vec!["sqlite".into(), "postgres".into()],
@@ -44,7 +44,7 @@ impl Flags {
 }
 
 /// A fresh database of `backend`, removed when dropped.
-pub async fn fresh_db(backend: &str) -> TestDb {
+pub(crate) async fn fresh_db(backend: &str) -> TestDb {
     if backend == "postgres" {
         TestDb::new(Backend::Postgres).await
     } else {
@@ -53,7 +53,7 @@ pub async fn fresh_db(backend: &str) -> TestDb {
 }
 
 /// The peak resident memory (VmHWM) of process `pid`, in MiB.
-pub fn peak_rss_mib(pid: u32) -> f64 {
+pub(crate) fn peak_rss_mib(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {

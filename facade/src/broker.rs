@@ -25,9 +25,9 @@ fn unreachable_closed() -> ! {
 }
 
 /// How often a broker renews its registration.
-pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
+pub(crate) const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
 /// A broker silent for this long is no longer listed in Metadata.
-pub const LIVENESS_MS: i64 = 10_000;
+pub(crate) const LIVENESS_MS: i64 = 10_000;
 /// How long the live brokers read for coordinator checks are reused.
 const COORDINATOR_CACHE: Duration = Duration::from_secs(1);
 

@@ -5,7 +5,7 @@ use storage::producers::ProducerError;
 use storage::StorageError;
 
 /// The Kafka error code for a storage failure, as a client should see it.
-pub fn storage_code(err: &StorageError) -> i16 {
+pub(crate) fn storage_code(err: &StorageError) -> i16 {
     let e = match err {
         StorageError::QueueNotFound(_) | StorageError::PartitionNotFound(_) => {
             ResponseError::UnknownTopicOrPartition
@@ -31,6 +31,6 @@ pub fn storage_code(err: &StorageError) -> i16 {
 }
 
 /// The code of an optional error: 0 (`NONE`) when there is none.
-pub fn code(error: Option<ResponseError>) -> i16 {
+pub(crate) fn code(error: Option<ResponseError>) -> i16 {
     error.map_or(0, |e| e.code())
 }

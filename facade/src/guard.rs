@@ -360,7 +360,7 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
 /// Checks that no count in `body` (a request of `api` at `version`, after
 /// its header) exceeds the bytes left. Returns how many bytes the schema
 /// covers, or what is wrong.
-pub fn check(api: ApiKey, version: i16, body: &[u8]) -> Result<usize, String> {
+pub(crate) fn check(api: ApiKey, version: i16, body: &[u8]) -> Result<usize, String> {
     let (fields, flexible_from) = schema(api).ok_or_else(|| format!("no schema for {api:?}"))?;
     let mut walk = Walk {
         buf: body,

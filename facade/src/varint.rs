@@ -4,14 +4,14 @@
 
 /// The most bytes the guard reads for an unsigned varint: Kafka's compact
 /// lengths, counts and tags are 32-bit values, which take at most 5 bytes.
-pub const MAX_LEN_32: usize = 5;
+pub(crate) const MAX_LEN_32: usize = 5;
 
 /// The most bytes a 64-bit varint takes (a record's varlongs).
-pub const MAX_LEN_64: usize = 10;
+pub(crate) const MAX_LEN_64: usize = 10;
 
 /// Why a varint could not be read; callers wrap the text in their own error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// The buffer ended before the last byte (one without the high bit).
     #[error("truncated varint")]
     Truncated,
@@ -24,7 +24,7 @@ pub enum Error {
 /// [`MAX_LEN_64`]) from the front of `buf`: its value and how many bytes it
 /// took. Bits of a tenth byte beyond the 64th are dropped, as they always
 /// were for record varlongs.
-pub fn unsigned(buf: &[u8], max_len: usize) -> Result<(u64, usize), Error> {
+pub(crate) fn unsigned(buf: &[u8], max_len: usize) -> Result<(u64, usize), Error> {
     let mut v = 0u64;
     // The clamp keeps the shift below 64 whatever a caller passes.
     for i in 0..max_len.min(MAX_LEN_64) {
@@ -39,7 +39,7 @@ pub fn unsigned(buf: &[u8], max_len: usize) -> Result<(u64, usize), Error> {
 
 /// Reads a zigzag varint of up to 64 bits from the front of `buf`: its
 /// value and how many bytes it took.
-pub fn zigzag(buf: &[u8]) -> Result<(i64, usize), Error> {
+pub(crate) fn zigzag(buf: &[u8]) -> Result<(i64, usize), Error> {
     let (raw, len) = unsigned(buf, MAX_LEN_64)?;
     Ok(((raw >> 1) as i64 ^ -((raw & 1) as i64), len))
 }

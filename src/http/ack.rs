@@ -15,7 +15,7 @@ use super::AppState;
 /// One acknowledgement's answer.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AckJson {
+pub(super) struct AckJson {
     index: usize,
     transaction_id: String,
     success: bool,
@@ -30,7 +30,7 @@ pub struct AckJson {
 /// The body of `POST /api/v1/ack`: one acknowledgement and its group.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct AckBody {
+pub(super) struct AckBody {
     consumer_group: Loose<String>,
     #[serde(flatten)]
     item: AckItemBody,
@@ -39,7 +39,7 @@ pub struct AckBody {
 /// The body of `POST /api/v1/ack/batch`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct AckBatchBody {
+pub(super) struct AckBatchBody {
     consumer_group: Loose<String>,
     acknowledgments: Loose<Vec<Loose<Object<AckItemBody>>>>,
 }
@@ -58,7 +58,7 @@ struct AckItemBody {
 }
 
 /// Acknowledges one message.
-pub async fn single(
+pub(super) async fn single(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<Loose<Object<AckBody>>>,
 ) -> Result<Json<Vec<AckJson>>, ApiError> {
@@ -71,7 +71,7 @@ pub async fn single(
 }
 
 /// Acknowledges several messages, possibly of several partitions and leases.
-pub async fn batch(
+pub(super) async fn batch(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<Loose<Object<AckBatchBody>>>,
 ) -> Result<Json<Vec<AckJson>>, ApiError> {

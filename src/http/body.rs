@@ -15,7 +15,7 @@ use super::AppState;
 
 /// A JSON body parsed into `T`.
 #[derive(Debug)]
-pub struct JsonBody<T>(pub T);
+pub(super) struct JsonBody<T>(pub T);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     type Rejection = ApiError;
@@ -52,7 +52,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
 /// A query string parsed into `T`, whose fields are `Option<String>`: a
 /// repeated key counts once, with its last value.
 #[derive(Debug)]
-pub struct QueryParams<T>(pub T);
+pub(super) struct QueryParams<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
     type Rejection = ApiError;

@@ -16,7 +16,7 @@ use super::AppState;
 /// raw callers send them, at the top level.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct ConfigureBody {
+pub(super) struct ConfigureBody {
     queue: Loose<String>,
     options: Loose<Object<OptionsBody>>,
     /// The top-level keys read as options: all of them when `options` is
@@ -26,7 +26,7 @@ pub struct ConfigureBody {
 }
 
 /// Creates the queue or replaces every option (an omitted one takes its default).
-pub async fn configure(
+pub(super) async fn configure(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<Loose<Object<ConfigureBody>>>,
 ) -> Result<Json<Value>, ApiError> {

@@ -28,7 +28,7 @@ fn time_lag_seconds(p: &GroupPosition, now: i64) -> i64 {
 }
 
 /// `GET /api/v1/consumer-groups`: one entry per group and queue.
-pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub(super) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let now = state.engine.clock().now_ms();
     let positions = state.engine.consumer_positions(None, None).await?;
     let subscriptions = state.engine.subscriptions(None).await?;
@@ -72,12 +72,12 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
 /// The query of `lagging`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LaggingQuery {
+pub(super) struct LaggingQuery {
     min_lag_seconds: Option<String>,
 }
 
 /// `GET /api/v1/consumer-groups/lagging?minLagSeconds=N`.
-pub async fn lagging(
+pub(super) async fn lagging(
     State(state): State<AppState>,
     QueryParams(query): QueryParams<LaggingQuery>,
 ) -> Result<Json<Value>, ApiError> {
@@ -115,7 +115,7 @@ pub async fn lagging(
 }
 
 /// `GET /api/v1/consumer-groups/{group}`: its partitions per queue.
-pub async fn describe(
+pub(super) async fn describe(
     State(state): State<AppState>,
     Path(group): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -145,7 +145,7 @@ pub async fn describe(
 /// The query of the deletes: metadata goes too unless `deleteMetadata=false`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DeleteQuery {
+pub(super) struct DeleteQuery {
     delete_metadata: Option<String>,
 }
 
@@ -158,7 +158,7 @@ impl DeleteQuery {
 }
 
 /// `DELETE /api/v1/consumer-groups/{group}?deleteMetadata=`.
-pub async fn delete(
+pub(super) async fn delete(
     State(state): State<AppState>,
     Path(group): Path<String>,
     QueryParams(query): QueryParams<DeleteQuery>,
@@ -177,7 +177,7 @@ pub async fn delete(
 }
 
 /// `DELETE /api/v1/consumer-groups/{group}/queues/{queue}?deleteMetadata=`.
-pub async fn delete_for_queue(
+pub(super) async fn delete_for_queue(
     State(state): State<AppState>,
     Path((group, queue)): Path<(String, String)>,
     QueryParams(query): QueryParams<DeleteQuery>,
@@ -199,7 +199,7 @@ pub async fn delete_for_queue(
 /// The seek body: `toEnd: true`, or a `timestamp`, or nothing at all.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct SeekBody {
+pub(super) struct SeekBody {
     to_end: Loose<bool>,
     timestamp: Loose<String>,
     /// Any other key, kept only so that `{"x": 1}` does not read as `{}`.
@@ -209,7 +209,7 @@ pub struct SeekBody {
 
 /// `POST /api/v1/consumer-groups/{group}/queues/{queue}/seek`: to the end
 /// (also when the body is empty) or to a timestamp.
-pub async fn seek(
+pub(super) async fn seek(
     State(state): State<AppState>,
     Path((group, queue)): Path<(String, String)>,
     JsonBody(body): JsonBody<Loose<Object<SeekBody>>>,
@@ -253,13 +253,13 @@ pub async fn seek(
 /// The subscription body.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct SubscriptionBody {
+pub(super) struct SubscriptionBody {
     subscription_timestamp: Loose<String>,
 }
 
 /// `POST /api/v1/consumer-groups/{group}/subscription`: rewrites the
 /// subscription start of the group.
-pub async fn subscription(
+pub(super) async fn subscription(
     State(state): State<AppState>,
     Path(group): Path<String>,
     JsonBody(body): JsonBody<Loose<Object<SubscriptionBody>>>,
@@ -286,6 +286,6 @@ pub async fn subscription(
 
 /// `POST /api/v1/stats/refresh`: lag and depth are computed on read, so
 /// there is nothing to refresh.
-pub async fn refresh_stats() -> Json<Value> {
+pub(super) async fn refresh_stats() -> Json<Value> {
     Json(json!({"success": true}))
 }

@@ -24,7 +24,7 @@ const BASE64: &str = "base64";
 
 /// A message's `data`, and its encoding when it is not JSON.
 #[derive(Debug)]
-pub struct Data {
+pub(super) struct Data {
     /// The JSON to put under `data`.
     pub json: Box<RawValue>,
     /// `Some("base64")` when `json` is a base64 string of raw bytes.
@@ -34,7 +34,7 @@ pub struct Data {
 /// The Kafka-only fields of a popped message.
 #[derive(Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
-pub struct KafkaFields {
+pub(super) struct KafkaFields {
     /// The key: null, text, or base64.
     pub key: Option<String>,
     /// `base64` when the key is not UTF-8.
@@ -48,7 +48,7 @@ pub struct KafkaFields {
 
 /// One Kafka header.
 #[derive(Debug, Serialize, PartialEq, Eq)]
-pub struct HeaderJson {
+pub(super) struct HeaderJson {
     /// The header name.
     pub key: String,
     /// The value: null, text, or base64.
@@ -59,7 +59,7 @@ pub struct HeaderJson {
 }
 
 /// The `data` of a message.
-pub fn data(content: &Content) -> Data {
+pub(super) fn data(content: &Content) -> Data {
     match content {
         Content::Json(json) => Data {
             json: raw(json.clone()),
@@ -88,7 +88,7 @@ pub fn data(content: &Content) -> Data {
 }
 
 /// The Kafka-only fields of a message, when it came in over Kafka.
-pub fn kafka_fields(content: &Content) -> Option<KafkaFields> {
+pub(super) fn kafka_fields(content: &Content) -> Option<KafkaFields> {
     let Content::Kafka(KafkaRecord {
         key,
         headers,
@@ -132,7 +132,7 @@ pub fn kafka_fields(content: &Content) -> Option<KafkaFields> {
 
 /// Adds `data` (under `data_key`) and, for a Kafka record, its other
 /// fields to a JSON object.
-pub fn insert_content(map: &mut Map<String, Value>, data_key: &str, content: &Content) {
+pub(super) fn insert_content(map: &mut Map<String, Value>, data_key: &str, content: &Content) {
     let d = data(content);
     let value = serde_json::from_str(d.json.get()).unwrap_or(Value::Null);
     map.insert(data_key.to_owned(), value);

@@ -22,7 +22,7 @@ const MAX_LIMIT: i64 = 10_000;
 /// The query of the list; an empty value is absent.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DlqQuery {
+pub(super) struct DlqQuery {
     queue: Option<String>,
     consumer_group: Option<String>,
     partition: Option<String>,
@@ -34,7 +34,7 @@ pub struct DlqQuery {
 
 /// Lists dead letters of `queue`, optionally of one group or partition,
 /// filed between `from` and `to`.
-pub async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     QueryParams(query): QueryParams<DlqQuery>,
 ) -> Result<Json<Value>, ApiError> {

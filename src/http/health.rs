@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::AppState;
 
 /// 200 when the database answers, 503 otherwise.
-pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+pub(super) async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let (status, label) = match state.engine.ping().await {
         Ok(()) => (StatusCode::OK, "healthy"),
         Err(e) => {

@@ -19,7 +19,7 @@ use super::AppState;
 
 /// The body of `POST /api/v1/kv`: `{"operations": [...]}` or the bare array.
 #[derive(Debug)]
-pub enum KvBody {
+pub(super) enum KvBody {
     /// `[op, ...]`.
     Bare(KvOps),
     /// `{"operations": [op, ...]}`.
@@ -46,19 +46,19 @@ impl<'de> Deserialize<'de> for KvBody {
 /// `{"operations": [...]}`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct KvWrapped {
+pub(super) struct KvWrapped {
     operations: Loose<KvOps>,
 }
 
 /// A list of KV ops as sent; an element that is not an object is refused
 /// by its index.
-pub type KvOps = Vec<Loose<Object<KvOpBody>>>;
+pub(super) type KvOps = Vec<Loose<Object<KvOpBody>>>;
 
 /// One KV op as clients send it. Every field is loose: a wrong type is
 /// refused with the `kv_bad_*` reason of that field.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct KvOpBody {
+pub(super) struct KvOpBody {
     op: Loose<String>,
     ns: Loose<String>,
     key: Loose<String>,
@@ -81,7 +81,7 @@ pub struct KvOpBody {
 
 /// Runs the ops; 200 with `results`, or 200 `ok: false` when a required op
 /// lost its precondition.
-pub async fn kv(
+pub(super) async fn kv(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<KvBody>,
 ) -> Result<Json<Value>, ApiError> {
@@ -108,7 +108,7 @@ pub async fn kv(
 }
 
 /// The fields of a `kv_precondition` answer.
-pub fn precondition_json(failed: &KvPreconditionFailed) -> Map<String, Value> {
+pub(super) fn precondition_json(failed: &KvPreconditionFailed) -> Map<String, Value> {
     let mut o = Map::new();
     o.insert("ok".into(), Value::Bool(false));
     o.insert("reason".into(), json!("kv_precondition"));
@@ -128,7 +128,7 @@ fn bad(reason: &'static str, detail: impl Into<String>) -> ApiError {
 
 /// Checks a list of ops; returns each op's name as sent (echoed in its
 /// result) beside the ops.
-pub fn parse_ops(list: KvOps) -> Result<(Vec<String>, Vec<KvRequest>), ApiError> {
+pub(super) fn parse_ops(list: KvOps) -> Result<(Vec<String>, Vec<KvRequest>), ApiError> {
     let mut names = Vec::with_capacity(list.len());
     let mut ops = Vec::with_capacity(list.len());
     for (i, v) in list.into_iter().enumerate() {
@@ -289,7 +289,7 @@ fn row_json(e: &KvEntry) -> Value {
 }
 
 /// The JSON of one op's result at `index`.
-pub fn result_json(index: usize, name: &str, result: &KvResult) -> Map<String, Value> {
+pub(super) fn result_json(index: usize, name: &str, result: &KvResult) -> Map<String, Value> {
     let mut o = Map::new();
     o.insert("index".into(), json!(index));
     o.insert("op".into(), json!(name));

@@ -18,12 +18,12 @@ const DEFAULT_SECONDS: i64 = 60;
 /// The renewal body; any JSON that is not an object reads as `{}`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct ExtendBody {
+pub(super) struct ExtendBody {
     seconds: Loose<i64>,
 }
 
 /// Extends the lease to at least now + `seconds` (default 60).
-pub async fn extend(
+pub(super) async fn extend(
     State(state): State<AppState>,
     Path(lease_id): Path<String>,
     JsonBody(body): JsonBody<Loose<Object<ExtendBody>>>,

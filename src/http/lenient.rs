@@ -19,7 +19,7 @@ use storage::{AckStatus, PartitionId};
 /// What a client sent for a field: nothing, `null`, a `T`, or some other
 /// JSON. Use it with `#[serde(default)]`.
 #[derive(Debug, Default)]
-pub enum Loose<T> {
+pub(super) enum Loose<T> {
     /// The field is not in the body.
     #[default]
     Absent,
@@ -42,7 +42,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Loose<T> {
 
 impl<T> Loose<T> {
     /// The value when it is a `T`.
-    pub fn valid(self) -> Option<T> {
+    pub(super) fn valid(self) -> Option<T> {
         match self {
             Self::Valid(v) => Some(v),
             _ => None,
@@ -50,13 +50,13 @@ impl<T> Loose<T> {
     }
 
     /// Whether the field is absent or `null`.
-    pub fn is_none(&self) -> bool {
+    pub(super) fn is_none(&self) -> bool {
         matches!(self, Self::Absent | Self::Null)
     }
 
     /// `Ok(None)` when absent or `null`, the value when a `T`, `Err(())`
     /// for any other JSON.
-    pub fn optional(self) -> Result<Option<T>, ()> {
+    pub(super) fn optional(self) -> Result<Option<T>, ()> {
         match self {
             Self::Absent | Self::Null => Ok(None),
             Self::Valid(v) => Ok(Some(v)),
@@ -67,7 +67,7 @@ impl<T> Loose<T> {
 
 impl Loose<String> {
     /// The text when it is a non-empty string.
-    pub fn text(self) -> Option<String> {
+    pub(super) fn text(self) -> Option<String> {
         self.valid().filter(|s| !s.is_empty())
     }
 }
@@ -75,7 +75,7 @@ impl Loose<String> {
 /// A JSON object read as `T`. Serde would read a JSON array as a struct's
 /// fields in order; a request never means that.
 #[derive(Debug)]
-pub struct Object<T>(pub T);
+pub(super) struct Object<T>(pub T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -91,7 +91,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 /// A partition id as clients send it: a number or a decimal string.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-pub enum PartitionIdValue {
+pub(super) enum PartitionIdValue {
     /// `"partitionId": 7`.
     Number(Number),
     /// `"partitionId": "7"`.
@@ -100,7 +100,7 @@ pub enum PartitionIdValue {
 
 impl PartitionIdValue {
     /// The id, when the value names one.
-    pub fn id(&self) -> Option<PartitionId> {
+    pub(super) fn id(&self) -> Option<PartitionId> {
         match self {
             Self::Number(n) => n.as_i64().map(PartitionId::new),
             Self::Text(t) => t.parse().ok(),
@@ -108,7 +108,7 @@ impl PartitionIdValue {
     }
 
     /// Whether it is the empty string, which clients send for "none".
-    pub fn is_blank(&self) -> bool {
+    pub(super) fn is_blank(&self) -> bool {
         matches!(self, Self::Text(t) if t.is_empty())
     }
 }
@@ -117,7 +117,7 @@ impl PartitionIdValue {
 /// (`true` is completed, `false` failed).
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-pub enum StatusValue {
+pub(super) enum StatusValue {
     /// `"status": "failed"`.
     Name(String),
     /// `"status": false`.
@@ -126,7 +126,7 @@ pub enum StatusValue {
 
 impl StatusValue {
     /// The status it stands for.
-    pub fn status(&self) -> AckStatus {
+    pub(super) fn status(&self) -> AckStatus {
         match self {
             Self::Name(s) => AckStatus::parse(s),
             Self::Flag(true) => AckStatus::Completed,
@@ -137,13 +137,15 @@ impl StatusValue {
 
 /// `deserialize_with` for a field read as text only when it is a non-empty
 /// string; anything else, of any type, counts as absent.
-pub fn text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+pub(super) fn text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
     Ok(Loose::<String>::deserialize(deserializer)?.text())
 }
 
 /// `deserialize_with` for a free-text field that takes any JSON: a string
 /// as itself, other JSON as its JSON text; `null` and `""` are absent.
-pub fn stringified<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+pub(super) fn stringified<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
     Ok(match Value::deserialize(deserializer)? {
         Value::Null => None,
         Value::String(s) if s.is_empty() => None,
@@ -155,7 +157,9 @@ pub fn stringified<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<
 /// `deserialize_with` for a field whose presence matters even when it is
 /// `null`: absent is `None` (with `#[serde(default)]`), `null` is
 /// `Some(Value::Null)`.
-pub fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+pub(super) fn present<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Value>, D::Error> {
     Value::deserialize(deserializer).map(Some)
 }
 

@@ -12,7 +12,7 @@ use super::render::timestamp;
 use super::AppState;
 
 /// Looks a message up by partition id (as pops render it) and transaction id.
-pub async fn get(
+pub(super) async fn get(
     State(state): State<AppState>,
     Path((partition_id, transaction_id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {

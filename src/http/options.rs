@@ -17,7 +17,7 @@ use super::lenient::Loose;
 /// names them).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct OptionsBody {
+pub(super) struct OptionsBody {
     /// Grouping label for namespace pops.
     pub namespace: Loose<String>,
     /// Grouping label for task pops.
@@ -46,7 +46,7 @@ pub struct OptionsBody {
 impl OptionsBody {
     /// Checks every option and fills the defaults. The error names the
     /// offending option.
-    pub fn into_options(self) -> Result<QueueOptions, String> {
+    pub(super) fn into_options(self) -> Result<QueueOptions, String> {
         let d = QueueOptions::default();
         let any = (i64::MIN, i64::MAX);
         let non_negative = (0, i64::MAX);

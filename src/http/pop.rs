@@ -33,7 +33,7 @@ const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 const MAX_TIMEOUT_MS: u64 = 10 * 60 * 1000;
 
 /// Pops from any partition of a queue.
-pub async fn queue(
+pub(super) async fn queue(
     State(state): State<AppState>,
     Path(queue): Path<String>,
     QueryParams(query): QueryParams<PopQuery>,
@@ -42,7 +42,7 @@ pub async fn queue(
 }
 
 /// Pops from one partition of a queue.
-pub async fn partition(
+pub(super) async fn partition(
     State(state): State<AppState>,
     Path((queue, partition)): Path<(String, String)>,
     QueryParams(query): QueryParams<PopQuery>,
@@ -51,7 +51,7 @@ pub async fn partition(
 }
 
 /// Pops from every queue of a namespace and/or task.
-pub async fn matching(
+pub(super) async fn matching(
     State(state): State<AppState>,
     QueryParams(query): QueryParams<PopQuery>,
 ) -> Result<Response, ApiError> {
@@ -62,7 +62,7 @@ pub async fn matching(
 /// (any case) or `1`; an empty number is absent.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PopQuery {
+pub(super) struct PopQuery {
     batch: Option<String>,
     partitions: Option<String>,
     timeout: Option<String>,

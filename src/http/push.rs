@@ -15,7 +15,7 @@ use super::AppState;
 
 /// The JSON push body.
 #[derive(Debug, Deserialize)]
-pub struct PushBody {
+pub(super) struct PushBody {
     items: Option<Vec<PushItemBody>>,
 }
 
@@ -32,7 +32,7 @@ struct PushItemBody {
 
 /// The answer for one item, in request order.
 #[derive(Debug, Serialize)]
-pub struct PushAnswer {
+pub(super) struct PushAnswer {
     index: usize,
     message_id: Uuid,
     transaction_id: String,
@@ -45,7 +45,7 @@ pub struct PushAnswer {
 }
 
 /// Appends the items; answers 201 with one element per item.
-pub async fn push(
+pub(super) async fn push(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<PushBody>,
 ) -> Result<(StatusCode, Json<Vec<PushAnswer>>), ApiError> {

@@ -14,7 +14,7 @@ use super::render::timestamp;
 use super::AppState;
 
 /// The options as the API echoes them (with `maxQueueSize` beside `maxSize`).
-pub fn options_json(options: &QueueOptions) -> Value {
+pub(super) fn options_json(options: &QueueOptions) -> Value {
     let mut v = serde_json::to_value(options).unwrap_or_else(|_| json!({}));
     if let Value::Object(map) = &mut v {
         map.remove("namespace");
@@ -25,7 +25,7 @@ pub fn options_json(options: &QueueOptions) -> Value {
 }
 
 /// Every queue with its counts (for the slowest consumer group).
-pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub(super) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let mut queues = Vec::new();
     for q in state.engine.queues().await? {
         let Some((q, depths)) = state.engine.depth(&q.name, None).await? else {
@@ -51,7 +51,7 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
 }
 
 /// One queue with its partitions and their counts.
-pub async fn get(
+pub(super) async fn get(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -65,13 +65,13 @@ pub async fn get(
 
 /// The query of `depth`: the group to count for (empty is none).
 #[derive(Debug, Deserialize)]
-pub struct DepthQuery {
+pub(super) struct DepthQuery {
     group: Option<String>,
 }
 
 /// `GET /api/v1/resources/queues/{queue}/depth[?group=]`: messages not yet
 /// consumed, per partition, for the group or for the slowest one.
-pub async fn depth(
+pub(super) async fn depth(
     State(state): State<AppState>,
     Path(name): Path<String>,
     QueryParams(query): QueryParams<DepthQuery>,
@@ -101,7 +101,7 @@ pub async fn depth(
 }
 
 /// Deletes a queue and everything in it; 200 whether or not it existed.
-pub async fn delete(
+pub(super) async fn delete(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {

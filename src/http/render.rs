@@ -12,7 +12,7 @@ const MILLIS: EncodedConfig = Config::DEFAULT
     .encode();
 
 /// Renders milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn timestamp(ms: i64) -> String {
+pub(super) fn timestamp(ms: i64) -> String {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
         .and_then(|t| t.format(&Iso8601::<MILLIS>).ok())
@@ -21,7 +21,7 @@ pub fn timestamp(ms: i64) -> String {
 
 /// Reads an ISO-8601 timestamp as milliseconds since the epoch; a time
 /// without an offset is UTC, a bare date is its midnight UTC.
-pub fn parse_timestamp(text: &str) -> Option<i64> {
+pub(super) fn parse_timestamp(text: &str) -> Option<i64> {
     use time::{Date, PrimitiveDateTime};
     let text = text.trim();
     let at = OffsetDateTime::parse(text, &Iso8601::DEFAULT)
@@ -33,7 +33,7 @@ pub fn parse_timestamp(text: &str) -> Option<i64> {
 
 /// Strips the insignificant whitespace out of valid JSON text, leaving
 /// strings untouched: the stored form of a payload is compact JSON.
-pub fn compact_json(json: &str) -> String {
+pub(super) fn compact_json(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     let mut in_string = false;
     let mut escaped = false;

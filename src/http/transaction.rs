@@ -23,7 +23,7 @@ use super::AppState;
 /// parsing, because a bad bundle is a verdict (200), not a 400.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct TxnBody {
+pub(super) struct TxnBody {
     operations: Loose<Vec<Loose<Object<TxnOpBody>>>>,
     required_leases: Loose<Vec<Loose<String>>>,
     kv: Loose<KvOps>,
@@ -78,7 +78,7 @@ enum Echo {
 }
 
 /// Runs a transaction and answers its verdict.
-pub async fn transaction(
+pub(super) async fn transaction(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<Loose<Object<TxnBody>>>,
 ) -> Result<Json<Value>, ApiError> {

@@ -11,7 +11,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 
 /// Creates `name` with `partitions` partitions through `bootstrap`.
-pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
+pub(crate) async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("broker.address.family", "v4")
@@ -31,7 +31,12 @@ pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
 
 /// Sends one request of `api` at `version` on a fresh connection and
 /// decodes its answer (blocking: call it off the async runtime's threads).
-pub fn call<A: Decodable>(kafka: &str, api: ApiKey, version: i16, request: &impl Encodable) -> A {
+pub(crate) fn call<A: Decodable>(
+    kafka: &str,
+    api: ApiKey,
+    version: i16,
+    request: &impl Encodable,
+) -> A {
     let header = RequestHeader::default()
         .with_request_api_key(api as i16)
         .with_request_api_version(version)

@@ -2,14 +2,14 @@
 
 #![allow(dead_code)]
 
-pub mod kafka;
-pub mod router;
+pub(crate) mod kafka;
+pub(crate) mod router;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-pub use test_support::TestDb;
+pub(crate) use test_support::TestDb;
 
 /// Instantiates each scenario `name(&Broker)` of the test file once per
 /// backend, each on a fresh database and a broker started with `flags`.
@@ -42,7 +42,7 @@ macro_rules! broker_scenarios {
 pub(crate) use broker_scenarios;
 
 /// A running `queen` process, killed when dropped.
-pub struct Broker {
+pub(crate) struct Broker {
     pub child: Child,
     pub http: String,
     pub kafka: String,
@@ -50,13 +50,13 @@ pub struct Broker {
 
 impl Broker {
     /// Starts the binary on `database_url` with free ports and waits until it listens.
-    pub fn start(database_url: &str, extra: &[&str]) -> Self {
+    pub(crate) fn start(database_url: &str, extra: &[&str]) -> Self {
         Self::start_on(database_url, "127.0.0.1:0", "127.0.0.1:0", extra)
     }
 
     /// Starts the binary on the given addresses (to restart a broker where
     /// its clients expect it) and waits until it listens.
-    pub fn start_on(database_url: &str, http: &str, kafka: &str, extra: &[&str]) -> Self {
+    pub(crate) fn start_on(database_url: &str, http: &str, kafka: &str, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_queen"))
             .args(["--http-addr", http, "--kafka-addr", kafka])
             .args(["--database-url", database_url])
@@ -91,7 +91,7 @@ impl Broker {
     }
 
     /// Sends SIGTERM and waits for the exit status.
-    pub fn terminate(mut self) -> std::process::ExitStatus {
+    pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         Command::new("kill")
             .args(["-TERM", &pid])
@@ -104,7 +104,7 @@ impl Broker {
 }
 
 /// A port free on 127.0.0.1 right now.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

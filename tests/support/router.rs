@@ -11,12 +11,12 @@ use tower::ServiceExt;
 use super::TestDb;
 
 /// Calls the router of an engine on a test database.
-pub struct Api {
+pub(crate) struct Api {
     pub state: AppState,
 }
 
 impl Api {
-    pub async fn new(db: &TestDb) -> Self {
+    pub(crate) async fn new(db: &TestDb) -> Self {
         let engine = Engine::connect(&db.url).await.expect("engine");
         Self {
             state: AppState {
@@ -29,7 +29,7 @@ impl Api {
 
     /// Sends a request with a raw body; answers the status and the JSON
     /// body (`Null` when empty).
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         method: &str,
         uri: &str,
@@ -60,11 +60,11 @@ impl Api {
         (status, value)
     }
 
-    pub async fn get(&self, uri: &str) -> (StatusCode, Value) {
+    pub(crate) async fn get(&self, uri: &str) -> (StatusCode, Value) {
         self.call("GET", uri, None).await
     }
 
-    pub async fn post(&self, uri: &str, body: Value) -> (StatusCode, Value) {
+    pub(crate) async fn post(&self, uri: &str, body: Value) -> (StatusCode, Value) {
         self.call("POST", uri, Some(body.to_string().into_bytes()))
             .await
     }

@@ -30,7 +30,7 @@ mod standing;
 mod sync;
 
 /// Milliseconds on the coordinator's monotonic clock.
-pub type Ms = i64;
+pub(super) type Ms = i64;
 
 /// Where a group is in its rebalance cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +117,7 @@ impl SyncAnswer {
 
 /// An answer now, or one the group sends when the rebalance moves on.
 #[derive(Debug)]
-pub enum Pending<T> {
+pub(super) enum Pending<T> {
     /// Answered.
     Now(T),
     /// Answered when the rebalance completes (a dropped sender means the
@@ -156,7 +156,7 @@ pub struct MemberSummary {
 
 /// One group's membership.
 #[derive(Debug)]
-pub struct Group {
+pub(super) struct Group {
     state: State,
     generation: i32,
     protocol_type: Option<String>,
@@ -181,7 +181,7 @@ pub struct Group {
 
 impl Group {
     /// An empty group.
-    pub fn new(limits: Limits) -> Self {
+    pub(super) fn new(limits: Limits) -> Self {
         Self {
             state: State::Empty,
             generation: 0,
@@ -200,28 +200,28 @@ impl Group {
     }
 
     /// The current state.
-    pub fn state(&self) -> State {
+    pub(super) fn state(&self) -> State {
         self.state
     }
 
     /// The current generation.
     #[cfg(test)]
-    pub fn generation(&self) -> i32 {
+    pub(super) fn generation(&self) -> i32 {
         self.generation
     }
 
     /// The protocol type members joined with.
-    pub fn protocol_type(&self) -> Option<&str> {
+    pub(super) fn protocol_type(&self) -> Option<&str> {
         self.protocol_type.as_deref()
     }
 
     /// The generation's protocol.
-    pub fn protocol(&self) -> Option<&str> {
+    pub(super) fn protocol(&self) -> Option<&str> {
         self.protocol.as_deref()
     }
 
     /// Whether nothing is left worth keeping in memory.
-    pub fn is_idle(&self) -> bool {
+    pub(super) fn is_idle(&self) -> bool {
         self.state == State::Empty && self.members.is_empty() && self.pending.is_empty()
     }
 }

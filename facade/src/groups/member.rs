@@ -32,7 +32,7 @@ pub struct JoinRequest {
 
 /// A member of a group.
 #[derive(Debug)]
-pub struct Member {
+pub(super) struct Member {
     /// Its member id.
     pub id: String,
     /// Its static instance id.
@@ -61,7 +61,7 @@ pub struct Member {
 
 impl Member {
     /// A member joining with `request` under `id`.
-    pub fn new(id: String, request: &JoinRequest, seq: u64, now: Ms) -> Self {
+    pub(super) fn new(id: String, request: &JoinRequest, seq: u64, now: Ms) -> Self {
         Self {
             id,
             instance_id: request.instance_id.clone(),
@@ -79,7 +79,7 @@ impl Member {
     }
 
     /// Takes what a rejoin may change.
-    pub fn update(&mut self, request: &JoinRequest) {
+    pub(super) fn update(&mut self, request: &JoinRequest) {
         self.client_id.clone_from(&request.client_id);
         self.client_host.clone_from(&request.client_host);
         self.session_timeout_ms = request.session_timeout_ms;
@@ -88,7 +88,7 @@ impl Member {
     }
 
     /// Its metadata for `protocol`, if it offered that protocol.
-    pub fn metadata(&self, protocol: &str) -> Option<Bytes> {
+    pub(super) fn metadata(&self, protocol: &str) -> Option<Bytes> {
         self.protocols
             .iter()
             .find(|(name, _)| name == protocol)
@@ -97,7 +97,7 @@ impl Member {
 
     /// Whether its session is alive at `now`: a member waiting in a join or
     /// a sync is alive (the coordinator owes it an answer).
-    pub fn keep_alive(&self, now: Ms) -> bool {
+    pub(super) fn keep_alive(&self, now: Ms) -> bool {
         self.awaiting_join.is_some()
             || self.awaiting_sync.is_some()
             || self.last_heard + Ms::from(self.session_timeout_ms) > now

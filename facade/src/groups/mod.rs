@@ -20,8 +20,9 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 
-pub use group::{JoinAnswer, Limits, MemberSummary, State, SyncAnswer};
-pub use member::JoinRequest;
+pub use group::Limits;
+pub(crate) use group::{JoinAnswer, MemberSummary, State, SyncAnswer};
+pub(crate) use member::JoinRequest;
 
 use group::{Group, Ms, Pending};
 

@@ -20,7 +20,7 @@ fn api_keys() -> Vec<ApiVersion> {
 }
 
 /// Answers with every implemented API and its version range.
-pub async fn handle(
+pub(super) async fn handle(
     _broker: &Broker,
     _version: i16,
     _request: ApiVersionsRequest,
@@ -30,7 +30,7 @@ pub async fn handle(
 
 /// The answer to an ApiVersions version this broker does not know: v0 with
 /// `UNSUPPORTED_VERSION` and the ranges, so the client retries with one it can use.
-pub fn unsupported() -> ApiVersionsResponse {
+pub(super) fn unsupported() -> ApiVersionsResponse {
     ApiVersionsResponse::default()
         .with_error_code(ResponseError::UnsupportedVersion.code())
         .with_api_keys(api_keys())

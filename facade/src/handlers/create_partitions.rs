@@ -9,7 +9,7 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Grows each topic to its requested count (or, with `validate_only`, checks it).
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: CreatePartitionsRequest,

@@ -12,7 +12,7 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Creates (or, with `validate_only`, checks) each topic.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: CreateTopicsRequest,

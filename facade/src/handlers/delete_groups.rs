@@ -9,7 +9,7 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Deletes each group; errors are per group.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: DeleteGroupsRequest,

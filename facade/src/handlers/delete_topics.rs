@@ -10,7 +10,7 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Deletes each named topic (by name up to v5, by name or id in v6).
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: DeleteTopicsRequest,

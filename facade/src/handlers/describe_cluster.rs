@@ -8,7 +8,7 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Answers with the brokers sharing the database.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     _request: DescribeClusterRequest,

@@ -19,7 +19,7 @@ const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 const DEFAULT_CONFIG: i8 = 5;
 
 /// Answers each resource's configs, filtered by the keys asked for.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: DescribeConfigsRequest,

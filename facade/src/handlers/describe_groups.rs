@@ -12,7 +12,7 @@ use crate::error::storage_code;
 use crate::groups::State;
 
 /// Describes each group this broker coordinates.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: DescribeGroupsRequest,

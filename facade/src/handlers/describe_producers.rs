@@ -10,7 +10,7 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Lists each partition's producers: id, epoch, last sequence and time.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: DescribeProducersRequest,

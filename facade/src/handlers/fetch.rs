@@ -34,7 +34,7 @@ struct Wanted {
 
 /// Answers with what is available from each requested offset, waiting up
 /// to `max_wait_ms` for `min_bytes`.
-pub async fn handle(broker: &Broker, version: i16, request: FetchRequest) -> FetchResponse {
+pub(super) async fn handle(broker: &Broker, version: i16, request: FetchRequest) -> FetchResponse {
     if version >= 7 && request.session_id != 0 {
         return FetchResponse::default()
             .with_error_code(ResponseError::FetchSessionIdNotFound.code());

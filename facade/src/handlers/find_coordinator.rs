@@ -11,7 +11,7 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Answers the coordinator of each key (one key up to v3, a batch from v4).
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: FindCoordinatorRequest,

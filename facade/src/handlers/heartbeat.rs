@@ -6,7 +6,7 @@ use crate::broker::Broker;
 use crate::error::code;
 
 /// Renews the member's session.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: HeartbeatRequest,

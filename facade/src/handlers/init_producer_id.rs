@@ -8,7 +8,7 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Hands out an id and epoch (or bumps the epoch the producer names, v3+).
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: InitProducerIdRequest,

@@ -12,7 +12,7 @@ use crate::error::code;
 use crate::groups::{JoinAnswer, JoinRequest};
 
 /// Joins `caller` to the group and answers once it may go on to SyncGroup.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: JoinGroupRequest,

@@ -9,7 +9,7 @@ use crate::broker::Broker;
 use crate::error::code;
 
 /// Removes the members; errors are per member from v3.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: LeaveGroupRequest,

@@ -13,7 +13,7 @@ use crate::error::storage_code;
 use crate::groups::State;
 
 /// Lists the groups coordinated here.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: ListGroupsRequest,

@@ -17,7 +17,7 @@ const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
 
 /// Answers each partition's offset for its timestamp query.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: ListOffsetsRequest,

@@ -14,7 +14,11 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Answers with brokers, cluster id, controller and the asked-for topics.
-pub async fn handle(broker: &Broker, version: i16, request: MetadataRequest) -> MetadataResponse {
+pub(super) async fn handle(
+    broker: &Broker,
+    version: i16,
+    request: MetadataRequest,
+) -> MetadataResponse {
     let brokers = match broker.live_brokers().await {
         Ok(b) => b,
         Err(e) => {

@@ -49,6 +49,15 @@ pub enum Reply {
     Later(Pin<Box<dyn Future<Output = Result<Option<BytesMut>, ConnError>> + Send>>),
 }
 
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Ready(frame) => f.debug_tuple("Ready").field(frame).finish(),
+            Self::Later(_) => f.write_str("Later(..)"),
+        }
+    }
+}
+
 /// A request frame, decoded.
 #[derive(Debug)]
 pub struct Parsed {

@@ -14,7 +14,7 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Stores each partition's committed offset; errors are per partition.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: OffsetCommitRequest,

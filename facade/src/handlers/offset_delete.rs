@@ -11,7 +11,7 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Deletes the offsets; errors are per partition, or for the whole group.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: OffsetDeleteRequest,

@@ -20,7 +20,7 @@ type Row = (i32, i64, i32, Option<String>, i16);
 
 /// Answers the committed offsets asked for (all of the group's when the
 /// topic list is null); a partition without one answers offset -1.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: OffsetFetchRequest,

@@ -11,7 +11,7 @@ use crate::broker::Broker;
 use crate::error::storage_code;
 
 /// Answers the end offset of epoch 0 for each partition.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: OffsetForLeaderEpochRequest,

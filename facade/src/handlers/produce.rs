@@ -20,13 +20,17 @@ use crate::records::{decode, BatchError, Decoded};
 type Slot = (i32, i16, i64);
 
 /// The answer to a produce, once its appends have committed.
-pub type Completion = Pin<Box<dyn Future<Output = Option<ProduceResponse>> + Send>>;
+pub(super) type Completion = Pin<Box<dyn Future<Output = Option<ProduceResponse>> + Send>>;
 
 /// Decodes every partition's batches and queues their appends, in request
 /// order, before returning; the returned future waits for the commits and
 /// yields the answer (`None` for `acks = 0`). Queuing before the next request
 /// is read keeps a connection's pipelined produces in order.
-pub async fn handle(broker: &Arc<Broker>, version: i16, request: ProduceRequest) -> Completion {
+pub(super) async fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    request: ProduceRequest,
+) -> Completion {
     let mut pending = Vec::new();
     let mut answers: Vec<(TopicProduceResponse, Vec<Slot>)> = Vec::new();
     for (t, topic) in request.topic_data.into_iter().enumerate() {

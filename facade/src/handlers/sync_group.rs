@@ -8,7 +8,7 @@ use crate::broker::Broker;
 use crate::error::code;
 
 /// Answers the member's assignment of the generation.
-pub async fn handle(
+pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: SyncGroupRequest,

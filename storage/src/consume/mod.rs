@@ -53,22 +53,22 @@ pub use lease::LeaseExtension;
 pub const QUEUE_MODE_GROUP: &str = "__QUEUE_MODE__";
 
 /// The lease length when neither the request nor the queue gives one, in seconds.
-pub const DEFAULT_LEASE_SECONDS: i64 = 60;
+pub(crate) const DEFAULT_LEASE_SECONDS: i64 = 60;
 
 /// The most messages one pop returns, whatever the request asks.
-pub const MAX_POP_BATCH: usize = 10_000;
+pub(crate) const MAX_POP_BATCH: usize = 10_000;
 
 /// The most partitions one pop claims.
-pub const MAX_POP_PARTITIONS: usize = 1_000;
+pub(crate) const MAX_POP_PARTITIONS: usize = 1_000;
 
 /// How far past the cursor an ack without a lease id looks for its
 /// transaction ids, in messages: the search is bounded, so an ack never
 /// reads a whole partition.
-pub const UNLEASED_ACK_SPAN: i64 = 10_000;
+pub(crate) const UNLEASED_ACK_SPAN: i64 = 10_000;
 
 /// How far below the cursor an ack without a lease id looks, in messages,
 /// to recognise a repeat of an acknowledgement already applied.
-pub const UNLEASED_ACK_BELOW: i64 = 1_000;
+pub(crate) const UNLEASED_ACK_BELOW: i64 = 1_000;
 
 /// Where a named consumer group starts when it first meets a queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

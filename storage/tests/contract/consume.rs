@@ -13,7 +13,7 @@ use storage::{
 use crate::push::json_item;
 use crate::support::Db;
 
-pub async fn push_n(engine: &Engine, queue: &str, partition: &str, from: usize, n: usize) {
+pub(crate) async fn push_n(engine: &Engine, queue: &str, partition: &str, from: usize, n: usize) {
     let items = (from..from + n)
         .map(|i| {
             json_item(
@@ -41,14 +41,14 @@ fn request(queue: &str, group: &str, batch: usize) -> PopRequest {
     }
 }
 
-pub async fn pop(engine: &Engine, queue: &str, group: &str, batch: usize) -> PopOutcome {
+pub(crate) async fn pop(engine: &Engine, queue: &str, group: &str, batch: usize) -> PopOutcome {
     engine
         .pop(&request(queue, group, batch))
         .await
         .expect("pop")
 }
 
-pub fn txns(outcome: &PopOutcome) -> Vec<String> {
+pub(crate) fn txns(outcome: &PopOutcome) -> Vec<String> {
     outcome
         .messages
         .iter()
@@ -60,7 +60,7 @@ fn names(range: std::ops::Range<usize>) -> Vec<String> {
     range.map(|i| format!("m-{i}")).collect()
 }
 
-pub fn acks(outcome: &PopOutcome, status: AckStatus) -> Vec<AckItem> {
+pub(crate) fn acks(outcome: &PopOutcome, status: AckStatus) -> Vec<AckItem> {
     outcome
         .messages
         .iter()
@@ -74,11 +74,11 @@ pub fn acks(outcome: &PopOutcome, status: AckStatus) -> Vec<AckItem> {
         .collect()
 }
 
-pub async fn ack(engine: &Engine, group: &str, items: Vec<AckItem>) -> Vec<AckResult> {
+pub(crate) async fn ack(engine: &Engine, group: &str, items: Vec<AckItem>) -> Vec<AckResult> {
     engine.ack(group, items).await.expect("ack")
 }
 
-pub async fn pop_and_ack_in_order(db: &Db) {
+pub(crate) async fn pop_and_ack_in_order(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "p", 0, 10).await;
     let first = pop(&engine, "q", QUEUE_MODE_GROUP, 4).await;
@@ -126,7 +126,7 @@ pub async fn pop_and_ack_in_order(db: &Db) {
     assert_eq!(positions[0].lag(), 0);
 }
 
-pub async fn a_partition_is_leased_to_one_consumer_at_a_time(db: &Db) {
+pub(crate) async fn a_partition_is_leased_to_one_consumer_at_a_time(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "a", 0, 3).await;
     let held = pop(&engine, "q", QUEUE_MODE_GROUP, 1).await;
@@ -149,7 +149,7 @@ pub async fn a_partition_is_leased_to_one_consumer_at_a_time(db: &Db) {
     assert_eq!(txns(&only_b), names(100..102));
 }
 
-pub async fn an_expired_lease_is_redelivered_with_the_next_attempt(db: &Db) {
+pub(crate) async fn an_expired_lease_is_redelivered_with_the_next_attempt(db: &Db) {
     let engine = db.engine().await;
     configure(
         &engine,
@@ -203,7 +203,7 @@ pub async fn an_expired_lease_is_redelivered_with_the_next_attempt(db: &Db) {
     assert_eq!(fresh.messages[0].delivery_attempt, 1);
 }
 
-pub async fn a_partial_ack_keeps_the_lease(db: &Db) {
+pub(crate) async fn a_partial_ack_keeps_the_lease(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "p", 0, 4).await;
     let held = pop(&engine, "q", QUEUE_MODE_GROUP, 4).await;
@@ -225,7 +225,7 @@ pub async fn a_partial_ack_keeps_the_lease(db: &Db) {
     assert!(r[0].success() && r[0].noop, "{r:?}");
 }
 
-pub async fn failed_acks_retry_then_dead_letter(db: &Db) {
+pub(crate) async fn failed_acks_retry_then_dead_letter(db: &Db) {
     let engine = db.engine().await;
     configure(
         &engine,
@@ -285,7 +285,7 @@ pub async fn failed_acks_retry_then_dead_letter(db: &Db) {
     assert_eq!(txns(&pop(&engine, "q", "g", 10).await), names(0..3));
 }
 
-pub async fn retry_does_not_charge_the_budget(db: &Db) {
+pub(crate) async fn retry_does_not_charge_the_budget(db: &Db) {
     let engine = db.engine().await;
     configure(
         &engine,
@@ -310,7 +310,7 @@ pub async fn retry_does_not_charge_the_budget(db: &Db) {
     assert!(r[0].dlq);
 }
 
-pub async fn dlq_status_dead_letters_at_once(db: &Db) {
+pub(crate) async fn dlq_status_dead_letters_at_once(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "p", 0, 3).await;
     let held = pop(&engine, "q", "g", 10).await;
@@ -337,7 +337,7 @@ pub async fn dlq_status_dead_letters_at_once(db: &Db) {
     assert_eq!(page.letters[0].error_message.as_deref(), Some("malformed"));
 }
 
-pub async fn unresolvable_acks_change_nothing(db: &Db) {
+pub(crate) async fn unresolvable_acks_change_nothing(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "p", 0, 3).await;
     let held = pop(&engine, "q", QUEUE_MODE_GROUP, 2).await;
@@ -418,7 +418,7 @@ pub async fn unresolvable_acks_change_nothing(db: &Db) {
     assert!(r.iter().all(|r| r.success() && r.lease_released));
 }
 
-pub async fn every_group_sees_every_message(db: &Db) {
+pub(crate) async fn every_group_sees_every_message(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "a", 0, 5).await;
     push_n(&engine, "q", "b", 5, 5).await;
@@ -439,7 +439,7 @@ pub async fn every_group_sees_every_message(db: &Db) {
     }
 }
 
-pub async fn subscription_modes_choose_where_a_group_starts(db: &Db) {
+pub(crate) async fn subscription_modes_choose_where_a_group_starts(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "a", 0, 3).await;
     db.clock.advance_ms(1_000);
@@ -486,7 +486,7 @@ pub async fn subscription_modes_choose_where_a_group_starts(db: &Db) {
     assert_eq!(subs[0].mode, "new");
 }
 
-pub async fn seek_moves_a_group(db: &Db) {
+pub(crate) async fn seek_moves_a_group(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "p", 0, 2).await;
     db.clock.advance_ms(5_000);
@@ -510,7 +510,7 @@ pub async fn seek_moves_a_group(db: &Db) {
     assert_eq!(txns(&pop(&engine, "q", "g", 100).await), names(0..4));
 }
 
-pub async fn auto_ack_commits_at_delivery(db: &Db) {
+pub(crate) async fn auto_ack_commits_at_delivery(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "p", 0, 3).await;
     let req = PopRequest {
@@ -537,7 +537,7 @@ pub async fn auto_ack_commits_at_delivery(db: &Db) {
         .all(|r| r.success() && r.noop));
 }
 
-pub async fn delayed_processing_and_window_buffer_hold_messages(db: &Db) {
+pub(crate) async fn delayed_processing_and_window_buffer_hold_messages(db: &Db) {
     let engine = db.engine().await;
     configure(
         &engine,
@@ -600,7 +600,7 @@ pub async fn delayed_processing_and_window_buffer_hold_messages(db: &Db) {
     );
 }
 
-pub async fn lease_extension_never_shortens_or_resurrects(db: &Db) {
+pub(crate) async fn lease_extension_never_shortens_or_resurrects(db: &Db) {
     let engine = db.engine().await;
     configure(
         &engine,
@@ -654,7 +654,7 @@ pub async fn lease_extension_never_shortens_or_resurrects(db: &Db) {
     assert_eq!(e.renewed, 0, "a released lease stays released");
 }
 
-pub async fn two_engines_never_hold_the_same_lease(db: &Db) {
+pub(crate) async fn two_engines_never_hold_the_same_lease(db: &Db) {
     let engines = [db.engine().await, db.engine().await];
     let partitions = 6;
     let per_partition = 40;
@@ -726,7 +726,7 @@ pub async fn two_engines_never_hold_the_same_lease(db: &Db) {
     }
 }
 
-pub async fn depth_counts_from_positions_and_leases(db: &Db) {
+pub(crate) async fn depth_counts_from_positions_and_leases(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "p", 0, 10).await;
     let (_, depth) = engine

@@ -6,7 +6,7 @@ use storage::{Engine, KvExpiry, KvOp, KvOutcome, KvReason, KvRequest, KvResult, 
 
 use crate::support::Db;
 
-pub fn req(ns: &str, op: KvOp) -> KvRequest {
+pub(crate) fn req(ns: &str, op: KvOp) -> KvRequest {
     KvRequest {
         ns: ns.to_owned(),
         op,
@@ -14,7 +14,7 @@ pub fn req(ns: &str, op: KvOp) -> KvRequest {
     }
 }
 
-pub fn put(key: &str, value: Value, expect: Option<i64>) -> KvOp {
+pub(crate) fn put(key: &str, value: Value, expect: Option<i64>) -> KvOp {
     KvOp::Put {
         key: key.to_owned(),
         value,
@@ -23,7 +23,7 @@ pub fn put(key: &str, value: Value, expect: Option<i64>) -> KvOp {
     }
 }
 
-pub fn once(ns: &str, key: &str, ttl: i64) -> KvRequest {
+pub(crate) fn once(ns: &str, key: &str, ttl: i64) -> KvRequest {
     KvRequest {
         ns: ns.to_owned(),
         op: KvOp::PutIfAbsent {
@@ -35,19 +35,19 @@ pub fn once(ns: &str, key: &str, ttl: i64) -> KvRequest {
     }
 }
 
-pub async fn run(engine: &Engine, ops: Vec<KvRequest>) -> Vec<KvResult> {
+pub(crate) async fn run(engine: &Engine, ops: Vec<KvRequest>) -> Vec<KvResult> {
     match engine.kv(ops).await.expect("kv call") {
         KvOutcome::Done(results) => results,
         KvOutcome::Aborted(f) => panic!("unexpected abort: {f:?}"),
     }
 }
 
-pub async fn one(engine: &Engine, ns: &str, op: KvOp) -> KvResult {
+pub(crate) async fn one(engine: &Engine, ns: &str, op: KvOp) -> KvResult {
     run(engine, vec![req(ns, op)]).await.remove(0)
 }
 
 /// (applied, reason, value, version) of a write result.
-pub fn write(result: &KvResult) -> (bool, Option<KvReason>, Value, i64) {
+pub(crate) fn write(result: &KvResult) -> (bool, Option<KvReason>, Value, i64) {
     match result {
         KvResult::Write {
             applied,
@@ -67,7 +67,7 @@ async fn get(engine: &Engine, ns: &str, key: &str) -> Option<(Value, i64)> {
     }
 }
 
-pub async fn kv_writes_draw_versions_never_issued_again(db: &Db) {
+pub(crate) async fn kv_writes_draw_versions_never_issued_again(db: &Db) {
     let engine = db.engine().await;
     let (applied, _, value, v1) = write(&one(&engine, "n", put("k", json!({"a": 1}), None)).await);
     assert!(applied);
@@ -110,7 +110,7 @@ pub async fn kv_writes_draw_versions_never_issued_again(db: &Db) {
     assert_eq!(get(&engine, "other", "k").await, None);
 }
 
-pub async fn kv_preconditions_answer_the_current_row(db: &Db) {
+pub(crate) async fn kv_preconditions_answer_the_current_row(db: &Db) {
     let engine = db.engine().await;
     let (_, _, _, v) = write(&one(&engine, "n", put("k", json!("x"), None)).await);
     let pia = |key: &str| KvOp::PutIfAbsent {
@@ -237,7 +237,7 @@ pub async fn kv_preconditions_answer_the_current_row(db: &Db) {
     assert!(!applied && reason == Some(KvReason::Type));
 }
 
-pub async fn kv_required_failure_applies_nothing(db: &Db) {
+pub(crate) async fn kv_required_failure_applies_nothing(db: &Db) {
     let engine = db.engine().await;
     write(&one(&engine, "n", put("taken", json!(1), None)).await);
     let mut gate = once("n", "taken", 60);
@@ -271,7 +271,7 @@ pub async fn kv_required_failure_applies_nothing(db: &Db) {
     assert_eq!(write(&results[1]).1, Some(KvReason::Exists));
 }
 
-pub async fn kv_reads_many_and_by_prefix(db: &Db) {
+pub(crate) async fn kv_reads_many_and_by_prefix(db: &Db) {
     let engine = db.engine().await;
     let ops = (0..5)
         .map(|i| req("p", put(&format!("user:{i}"), json!(i), None)))
@@ -328,7 +328,7 @@ pub async fn kv_reads_many_and_by_prefix(db: &Db) {
     assert_eq!(seen, ["user:0", "user:1", "user:2", "user:3", "user:4"]);
 }
 
-pub async fn kv_expired_rows_vanish_at_once_and_are_swept(db: &Db) {
+pub(crate) async fn kv_expired_rows_vanish_at_once_and_are_swept(db: &Db) {
     let engine = db.engine().await;
     let ttl = |key: &str, s| KvOp::Put {
         key: key.into(),
@@ -386,7 +386,7 @@ pub async fn kv_expired_rows_vanish_at_once_and_are_swept(db: &Db) {
     assert!(get(&engine, "t", "c").await.is_some());
 }
 
-pub async fn kv_invalid_calls_are_refused(db: &Db) {
+pub(crate) async fn kv_invalid_calls_are_refused(db: &Db) {
     let engine = db.engine().await;
     let refused = |ops: Vec<KvRequest>| {
         let engine = engine.clone();
@@ -465,7 +465,7 @@ pub async fn kv_invalid_calls_are_refused(db: &Db) {
     assert!(matches!(e, StorageError::KvBadRequest { .. }), "{e:?}");
 }
 
-pub async fn kv_concurrent_put_if_absent_applies_once(db: &Db) {
+pub(crate) async fn kv_concurrent_put_if_absent_applies_once(db: &Db) {
     let engines = [db.engine().await, db.engine().await];
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..20 {
@@ -493,7 +493,7 @@ pub async fn kv_concurrent_put_if_absent_applies_once(db: &Db) {
     }
 }
 
-pub async fn kv_sweeps_of_two_engines_keep_live_rows(db: &Db) {
+pub(crate) async fn kv_sweeps_of_two_engines_keep_live_rows(db: &Db) {
     let engines = [db.engine().await, db.engine().await];
     let ops: Vec<KvRequest> = (0..200)
         .map(|i| {

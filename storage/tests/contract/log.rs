@@ -52,7 +52,7 @@ pub(crate) async fn one_partition_topic(engine: &storage::Engine, name: &str) ->
     partition_id(engine, name, 0).await
 }
 
-pub async fn topics_are_created_once_with_numbered_partitions(db: &Db) {
+pub(crate) async fn topics_are_created_once_with_numbered_partitions(db: &Db) {
     let engine = db.engine().await;
     let kafka_options = QueueOptions::for_kafka_topic();
     assert_eq!(
@@ -120,7 +120,7 @@ pub async fn topics_are_created_once_with_numbered_partitions(db: &Db) {
     assert_eq!(native.topic_id.get_version_num(), 4);
 }
 
-pub async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
+pub(crate) async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
     let engine = db.engine().await;
     let p = one_partition_topic(&engine, "log").await;
     let appended = engine.appended_anywhere();
@@ -195,7 +195,7 @@ pub async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
     );
 }
 
-pub async fn offsets_are_found_by_timestamp(db: &Db) {
+pub(crate) async fn offsets_are_found_by_timestamp(db: &Db) {
     let engine = db.engine().await;
     let p = one_partition_topic(&engine, "times").await;
     assert_eq!(
@@ -242,7 +242,7 @@ pub async fn offsets_are_found_by_timestamp(db: &Db) {
     );
 }
 
-pub async fn brokers_register_and_expire(db: &Db) {
+pub(crate) async fn brokers_register_and_expire(db: &Db) {
     let (a, b) = (db.engine().await, db.engine().await);
     let id1 = a
         .register_broker("127.0.0.1", 9092)
@@ -280,7 +280,7 @@ pub async fn brokers_register_and_expire(db: &Db) {
     );
 }
 
-pub async fn large_appends_are_split_into_bounded_segments(db: &Db) {
+pub(crate) async fn large_appends_are_split_into_bounded_segments(db: &Db) {
     let engine = db.engine().await;
     let p = one_partition_topic(&engine, "large").await;
     let records: Vec<Record> = (0..30_000)

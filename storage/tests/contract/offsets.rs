@@ -6,7 +6,7 @@ use storage::AckStatus;
 use crate::consume::{ack, acks, pop, push_n, txns};
 use crate::support::Db;
 
-pub async fn kafka_commits_and_native_acks_move_one_position(db: &Db) {
+pub(crate) async fn kafka_commits_and_native_acks_move_one_position(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "p", 0, 10).await;
     let partition = engine
@@ -67,7 +67,7 @@ pub async fn kafka_commits_and_native_acks_move_one_position(db: &Db) {
         .is_empty());
 }
 
-pub async fn groups_are_listed_and_their_offsets_deleted_per_partition(db: &Db) {
+pub(crate) async fn groups_are_listed_and_their_offsets_deleted_per_partition(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "a", 0, 3).await;
     push_n(&engine, "q", "b", 0, 3).await;

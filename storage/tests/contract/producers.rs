@@ -45,7 +45,7 @@ async fn send(
         .await
 }
 
-pub async fn sequences_dedup_retries_and_refuse_gaps(db: &Db) {
+pub(crate) async fn sequences_dedup_retries_and_refuse_gaps(db: &Db) {
     let engine = db.engine().await;
     let p = one_partition_topic(&engine, "idem").await;
     let ProducerIdentity { id, epoch } = engine
@@ -123,7 +123,7 @@ pub async fn sequences_dedup_retries_and_refuse_gaps(db: &Db) {
     );
 }
 
-pub async fn sequences_wrap_at_two_to_the_31(db: &Db) {
+pub(crate) async fn sequences_wrap_at_two_to_the_31(db: &Db) {
     let engine = db.engine().await;
     let p = one_partition_topic(&engine, "idem").await;
     let ProducerIdentity { id, epoch } = engine
@@ -151,7 +151,7 @@ pub async fn sequences_wrap_at_two_to_the_31(db: &Db) {
     );
 }
 
-pub async fn producer_ids_are_unique_and_epochs_fence(db: &Db) {
+pub(crate) async fn producer_ids_are_unique_and_epochs_fence(db: &Db) {
     let (a, b) = (db.engine().await, db.engine().await);
     let mut ids = std::collections::BTreeSet::new();
     for engine in [&a, &b, &a, &b] {
@@ -189,7 +189,7 @@ pub async fn producer_ids_are_unique_and_epochs_fence(db: &Db) {
     ));
 }
 
-pub async fn idle_producer_state_expires(db: &Db) {
+pub(crate) async fn idle_producer_state_expires(db: &Db) {
     let engine = db.engine().await;
     let p = one_partition_topic(&engine, "idem").await;
     let ProducerIdentity { id, epoch } = engine.init_producer_id(None, None).await.expect("id");

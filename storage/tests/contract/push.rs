@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::support::Db;
 
-pub fn json_item(queue: &str, partition: &str, txn: Option<&str>, json: &str) -> PushItem {
+pub(crate) fn json_item(queue: &str, partition: &str, txn: Option<&str>, json: &str) -> PushItem {
     PushItem {
         queue: queue.to_owned(),
         partition: partition.to_owned(),
@@ -24,7 +24,7 @@ pub fn json_item(queue: &str, partition: &str, txn: Option<&str>, json: &str) ->
     }
 }
 
-pub async fn push_one(
+pub(crate) async fn push_one(
     engine: &Engine,
     queue: &str,
     partition: &str,
@@ -49,7 +49,7 @@ async fn configure_window(engine: &Engine, queue: &str, seconds: i64) {
         .expect("configure");
 }
 
-pub async fn offsets_are_gapless_per_partition(db: &Db) {
+pub(crate) async fn offsets_are_gapless_per_partition(db: &Db) {
     let engine = db.engine().await;
     let items = vec![
         json_item("q", "p1", Some("a"), "1"),
@@ -83,7 +83,7 @@ pub async fn offsets_are_gapless_per_partition(db: &Db) {
     assert_eq!(tail[0].offset, 2);
 }
 
-pub async fn content_round_trips(db: &Db) {
+pub(crate) async fn content_round_trips(db: &Db) {
     let engine = db.engine().await;
     let trace = Uuid::new_v4();
     let mut json = json_item("q", "p", Some("order-1"), r#"{"a":[1,"é"],"b":null}"#);
@@ -114,7 +114,7 @@ pub async fn content_round_trips(db: &Db) {
     assert_eq!(read[0].created_at_ms, crate::support::START_MS);
 }
 
-pub async fn duplicate_in_window_answers_the_original(db: &Db) {
+pub(crate) async fn duplicate_in_window_answers_the_original(db: &Db) {
     let engine = db.engine().await;
     let first = push_one(&engine, "payments", "customer-42", Some("order-9137-paid")).await;
     assert_eq!(first.status, PushStatus::Queued);
@@ -138,7 +138,7 @@ pub async fn duplicate_in_window_answers_the_original(db: &Db) {
     assert_eq!(q.partitions[0].next_offset, 2, "no offset was allocated");
 }
 
-pub async fn repeat_inside_a_request_is_stored_once(db: &Db) {
+pub(crate) async fn repeat_inside_a_request_is_stored_once(db: &Db) {
     let engine = db.engine().await;
     for (queue, window) in [("windowed", 3600), ("unwindowed", 0)] {
         configure_window(&engine, queue, window).await;
@@ -170,7 +170,7 @@ pub async fn repeat_inside_a_request_is_stored_once(db: &Db) {
     }
 }
 
-pub async fn other_partition_or_queue_is_a_new_message(db: &Db) {
+pub(crate) async fn other_partition_or_queue_is_a_new_message(db: &Db) {
     let engine = db.engine().await;
     let a = push_one(&engine, "q1", "p1", Some("same")).await;
     let b = push_one(&engine, "q1", "p2", Some("same")).await;
@@ -183,7 +183,7 @@ pub async fn other_partition_or_queue_is_a_new_message(db: &Db) {
     assert_ne!(a.partition_id, c.partition_id);
 }
 
-pub async fn window_zero_stores_every_push(db: &Db) {
+pub(crate) async fn window_zero_stores_every_push(db: &Db) {
     let engine = db.engine().await;
     configure_window(&engine, "kafkaish", 0).await;
     for i in 0..3 {
@@ -193,7 +193,7 @@ pub async fn window_zero_stores_every_push(db: &Db) {
     }
 }
 
-pub async fn duplicate_after_the_window_is_new(db: &Db) {
+pub(crate) async fn duplicate_after_the_window_is_new(db: &Db) {
     let engine = db.engine().await;
     configure_window(&engine, "w", 60).await;
     let first = push_one(&engine, "w", "p", Some("t")).await;
@@ -216,7 +216,7 @@ pub async fn duplicate_after_the_window_is_new(db: &Db) {
     assert_eq!(again.message_id, later.message_id);
 }
 
-pub async fn missing_transaction_id_is_the_message_id(db: &Db) {
+pub(crate) async fn missing_transaction_id_is_the_message_id(db: &Db) {
     let engine = db.engine().await;
     let o = push_one(&engine, "q", "p", None).await;
     assert_eq!(o.transaction_id, o.message_id.to_string());
@@ -227,7 +227,7 @@ pub async fn missing_transaction_id_is_the_message_id(db: &Db) {
     assert_eq!(again.message_id, o.message_id);
 }
 
-pub async fn oversized_transaction_id_writes_nothing(db: &Db) {
+pub(crate) async fn oversized_transaction_id_writes_nothing(db: &Db) {
     let engine = db.engine().await;
     let ok = "t".repeat(storage::MAX_TRANSACTION_ID_BYTES);
     assert_eq!(
@@ -253,7 +253,7 @@ pub async fn oversized_transaction_id_writes_nothing(db: &Db) {
     );
 }
 
-pub async fn unreadable_original_answers_the_nil_id(db: &Db) {
+pub(crate) async fn unreadable_original_answers_the_nil_id(db: &Db) {
     let engine = db.engine().await;
     let first = push_one(&engine, "q", "p", Some("t")).await;
     // What retention does: the segment goes, the dedup index stays.
@@ -264,7 +264,7 @@ pub async fn unreadable_original_answers_the_nil_id(db: &Db) {
     assert_eq!(retry.offset, first.offset);
 }
 
-pub async fn concurrent_pushes_of_one_id_store_it_once(db: &Db) {
+pub(crate) async fn concurrent_pushes_of_one_id_store_it_once(db: &Db) {
     let engine = db.engine().await;
     let outcomes = push_concurrently(&[engine], 50, "one-id").await;
     assert_single_store(&outcomes);
@@ -277,7 +277,7 @@ pub async fn concurrent_pushes_of_one_id_store_it_once(db: &Db) {
     assert_eq!(stored.len(), 1);
 }
 
-pub async fn two_engines_store_one_id_once(db: &Db) {
+pub(crate) async fn two_engines_store_one_id_once(db: &Db) {
     let engines = [db.engine().await, db.engine().await];
     let outcomes = push_concurrently(&engines, 50, "shared-id").await;
     assert_single_store(&outcomes);
@@ -314,7 +314,7 @@ fn assert_single_store(outcomes: &[PushOutcome]) {
     }
 }
 
-pub async fn concurrent_offsets_stay_gapless(db: &Db) {
+pub(crate) async fn concurrent_offsets_stay_gapless(db: &Db) {
     let engines = [db.engine().await, db.engine().await];
     let mut tasks = tokio::task::JoinSet::new();
     for t in 0..20 {
@@ -349,7 +349,7 @@ pub async fn concurrent_offsets_stay_gapless(db: &Db) {
     assert_eq!(read_offsets, (0..1000).collect::<Vec<i64>>());
 }
 
-pub async fn a_warm_cache_sees_what_another_engine_stored(db: &Db) {
+pub(crate) async fn a_warm_cache_sees_what_another_engine_stored(db: &Db) {
     let (a, b) = (db.engine().await, db.engine().await);
     let first = push_one(&a, "q", "p", Some("t1")).await; // a's index is now warm
     let second = push_one(&b, "q", "p", Some("t2")).await; // b loads the window cold
@@ -366,7 +366,7 @@ pub async fn a_warm_cache_sees_what_another_engine_stored(db: &Db) {
     assert_eq!(a.read("q", "p", 0, 10).await.expect("read").len(), 2);
 }
 
-pub async fn widening_the_window_finds_older_ids(db: &Db) {
+pub(crate) async fn widening_the_window_finds_older_ids(db: &Db) {
     let engine = db.engine().await;
     configure_window(&engine, "w", 60).await;
     let original = push_one(&engine, "w", "p", Some("t")).await;
@@ -382,7 +382,7 @@ pub async fn widening_the_window_finds_older_ids(db: &Db) {
     assert_eq!(again.message_id, original.message_id);
 }
 
-pub async fn a_retried_batch_is_all_duplicates(db: &Db) {
+pub(crate) async fn a_retried_batch_is_all_duplicates(db: &Db) {
     let engine = db.engine().await;
     let items = |n: usize| -> Vec<PushItem> {
         (0..n)

@@ -12,7 +12,7 @@ pub(crate) async fn partition_ids(engine: &storage::Engine, queue: &str) -> Vec<
     info.partitions.iter().map(|p| p.id).collect()
 }
 
-pub async fn configure_is_a_full_replace(db: &Db) {
+pub(crate) async fn configure_is_a_full_replace(db: &Db) {
     let engine = db.engine().await;
     let day = QueueOptions {
         dedup_window_seconds: 86_400,
@@ -44,7 +44,7 @@ pub async fn configure_is_a_full_replace(db: &Db) {
     assert_eq!(q2.partitions.len(), 1, "Default is not created twice");
 }
 
-pub async fn partitions_get_kafka_indexes_in_creation_order(db: &Db) {
+pub(crate) async fn partitions_get_kafka_indexes_in_creation_order(db: &Db) {
     let engine = db.engine().await;
     push_one(&engine, "q", "b", Some("1")).await;
     push_one(&engine, "q", "a", Some("1")).await;
@@ -60,7 +60,7 @@ pub async fn partitions_get_kafka_indexes_in_creation_order(db: &Db) {
     assert_eq!(q.total_messages(), 4);
 }
 
-pub async fn delete_removes_everything(db: &Db) {
+pub(crate) async fn delete_removes_everything(db: &Db) {
     let engine = db.engine().await;
     push_one(&engine, "gone", "p", Some("t1")).await;
     push_one(&engine, "kept", "p", Some("t1")).await;
@@ -84,7 +84,7 @@ pub async fn delete_removes_everything(db: &Db) {
     assert_eq!(kept.len(), 1, "other queues are untouched");
 }
 
-pub async fn invalid_names_are_refused(db: &Db) {
+pub(crate) async fn invalid_names_are_refused(db: &Db) {
     let engine = db.engine().await;
     for bad in ["", "a/b", "a?b", "a#b", "a\nb"] {
         let err = engine
@@ -116,7 +116,7 @@ pub async fn invalid_names_are_refused(db: &Db) {
     );
 }
 
-pub async fn a_queue_deleted_by_another_engine_is_recreated(db: &Db) {
+pub(crate) async fn a_queue_deleted_by_another_engine_is_recreated(db: &Db) {
     let (a, b) = (db.engine().await, db.engine().await);
     push_one(&a, "q", "p", Some("t")).await; // a caches the partition id
     assert!(b.delete_queue("q").await.expect("delete"));
@@ -132,7 +132,7 @@ pub async fn a_queue_deleted_by_another_engine_is_recreated(db: &Db) {
     assert_eq!(q.partitions[0].id, again.partition_id);
 }
 
-pub async fn kafka_indexes_resolve_and_follow_a_recreated_topic(db: &Db) {
+pub(crate) async fn kafka_indexes_resolve_and_follow_a_recreated_topic(db: &Db) {
     let (a, b) = (db.engine().await, db.engine().await);
     let options = QueueOptions::for_kafka_topic();
     a.create_topic("t", 2, &options).await.expect("create");

@@ -8,21 +8,21 @@ use test_support::{Backend, TestDb};
 
 /// A fresh, empty database, the URL to reach it and the clock its engines
 /// run on; the database goes when this does (also when the test panics).
-pub struct Db {
+pub(crate) struct Db {
     pub url: String,
     pub clock: ManualClock,
     db: TestDb,
 }
 
 /// The time every test starts at: a fixed, plausible instant.
-pub const START_MS: i64 = 1_790_000_000_000;
+pub(crate) const START_MS: i64 = 1_790_000_000_000;
 
 impl Db {
-    pub fn sqlite() -> Self {
+    pub(crate) fn sqlite() -> Self {
         Self::on(TestDb::sqlite())
     }
 
-    pub async fn postgres() -> Self {
+    pub(crate) async fn postgres() -> Self {
         Self::on(TestDb::postgres().await)
     }
 
@@ -35,13 +35,13 @@ impl Db {
     }
 
     /// The test clock's current time, ms since the epoch.
-    pub fn clock_now(&self) -> i64 {
+    pub(crate) fn clock_now(&self) -> i64 {
         self.clock.now_ms()
     }
 
     /// An engine on this database, on the test's clock. Call it twice for
     /// two brokers sharing the database.
-    pub async fn engine(&self) -> Engine {
+    pub(crate) async fn engine(&self) -> Engine {
         let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
         Engine::connect_with_clock(&self.url, clock)
             .await
@@ -50,7 +50,7 @@ impl Db {
 
     /// Runs raw SQL against the database, to simulate what other parts of
     /// the system (retention) do.
-    pub async fn execute(&self, sql: &str) {
+    pub(crate) async fn execute(&self, sql: &str) {
         match self.db.backend() {
             Backend::Sqlite => {
                 let mut conn = sqlx::SqliteConnection::connect(&self.url)

@@ -76,7 +76,7 @@ fn step(input: &str, partition_id: PartitionId, lease: &str) -> TxnRequest {
     }
 }
 
-pub async fn txn_commits_acks_pushes_and_kv_together(db: &Db) {
+pub(crate) async fn txn_commits_acks_pushes_and_kv_together(db: &Db) {
     let engine = db.engine().await;
     let (pid, lease) = leased(&engine, "m-0").await;
     let TxnOutcome::Committed { operations, kv } = txn(&engine, step("m-0", pid, &lease)).await
@@ -116,7 +116,7 @@ pub async fn txn_commits_acks_pushes_and_kv_together(db: &Db) {
     assert_eq!(stored(&engine, "out").await, 1);
 }
 
-pub async fn txn_duplicate_push_rolls_back_acks_and_kv(db: &Db) {
+pub(crate) async fn txn_duplicate_push_rolls_back_acks_and_kv(db: &Db) {
     let engine = db.engine().await;
     push_one(&engine, "out", "p", Some("out-m-1")).await;
     let (pid, lease) = leased(&engine, "m-1").await;
@@ -153,7 +153,7 @@ pub async fn txn_duplicate_push_rolls_back_acks_and_kv(db: &Db) {
     assert!(acked[0].success() && !acked[0].noop, "{acked:?}");
 }
 
-pub async fn txn_repeated_id_inside_is_stored_once_and_commits(db: &Db) {
+pub(crate) async fn txn_repeated_id_inside_is_stored_once_and_commits(db: &Db) {
     let engine = db.engine().await;
     let outcome = txn(
         &engine,
@@ -184,7 +184,7 @@ pub async fn txn_repeated_id_inside_is_stored_once_and_commits(db: &Db) {
     assert_eq!(stored(&engine, "out").await, 2);
 }
 
-pub async fn txn_ack_on_an_expired_lease_rolls_back_its_pushes(db: &Db) {
+pub(crate) async fn txn_ack_on_an_expired_lease_rolls_back_its_pushes(db: &Db) {
     let engine = db.engine().await;
     let (pid, lease) = leased(&engine, "m-2").await;
     db.clock.advance_ms(31_000);
@@ -217,7 +217,7 @@ pub async fn txn_ack_on_an_expired_lease_rolls_back_its_pushes(db: &Db) {
     assert_eq!(stored(&engine, "out").await, 0);
 }
 
-pub async fn txn_lease_less_ack_borrows_the_single_lease(db: &Db) {
+pub(crate) async fn txn_lease_less_ack_borrows_the_single_lease(db: &Db) {
     let engine = db.engine().await;
     let (pid, lease) = leased(&engine, "m-3").await;
     // Two distinct leases named: nothing to borrow, so the ack is judged
@@ -250,7 +250,7 @@ pub async fn txn_lease_less_ack_borrows_the_single_lease(db: &Db) {
     assert!(matches!(&operations[0], TxnOpResult::Ack(a) if a.lease_released));
 }
 
-pub async fn txn_kv_precondition_rolls_back_everything(db: &Db) {
+pub(crate) async fn txn_kv_precondition_rolls_back_everything(db: &Db) {
     let engine = db.engine().await;
     crate::kv::run(&engine, vec![once("done", "m-4", 60)]).await;
     let (pid, lease) = leased(&engine, "m-4").await;
@@ -278,7 +278,7 @@ pub async fn txn_kv_precondition_rolls_back_everything(db: &Db) {
     assert!(!kv_exists(&engine, "side", "effect").await);
 }
 
-pub async fn txn_invalid_bundles_are_refused(db: &Db) {
+pub(crate) async fn txn_invalid_bundles_are_refused(db: &Db) {
     let engine = db.engine().await;
     let e = engine
         .transaction(TxnRequest::default())
@@ -312,7 +312,7 @@ pub async fn txn_invalid_bundles_are_refused(db: &Db) {
     assert!(matches!(e, StorageError::InvalidInput(_)), "{e:?}");
 }
 
-pub async fn txn_twenty_concurrent_once_gates_commit_once(db: &Db) {
+pub(crate) async fn txn_twenty_concurrent_once_gates_commit_once(db: &Db) {
     let engines = [db.engine().await, db.engine().await];
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..20 {
@@ -345,7 +345,7 @@ pub async fn txn_twenty_concurrent_once_gates_commit_once(db: &Db) {
     assert_eq!(total, 1, "only the winner's push is stored");
 }
 
-pub async fn txn_twenty_concurrent_same_push_id_commit_once(db: &Db) {
+pub(crate) async fn txn_twenty_concurrent_same_push_id_commit_once(db: &Db) {
     let engines = [db.engine().await, db.engine().await];
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..20 {
@@ -390,7 +390,7 @@ pub async fn txn_twenty_concurrent_same_push_id_commit_once(db: &Db) {
     }
 }
 
-pub async fn txn_push_wakes_a_waiting_pop(db: &Db) {
+pub(crate) async fn txn_push_wakes_a_waiting_pop(db: &Db) {
     let engine = db.engine().await;
     engine
         .configure_queue("woken", &storage::QueueOptions::default())

@@ -9,7 +9,7 @@ use crate::groups::member::Member;
 impl Group {
     /// The members, in join order, with metadata and assignments only when
     /// the group is stable (as Kafka describes them).
-    pub fn describe(&self) -> Vec<MemberSummary> {
+    pub(crate) fn describe(&self) -> Vec<MemberSummary> {
         let stable = self.state == State::Stable;
         self.in_join_order()
             .into_iter()
@@ -36,7 +36,7 @@ impl Group {
     }
 
     /// Every member's subscription metadata for the generation's protocol.
-    pub fn member_metadata(&self) -> Vec<Bytes> {
+    pub(crate) fn member_metadata(&self) -> Vec<Bytes> {
         let Some(protocol) = self.protocol.as_deref() else {
             return Vec::new();
         };

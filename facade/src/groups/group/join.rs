@@ -10,7 +10,7 @@ use crate::groups::member::{JoinRequest, Member};
 
 impl Group {
     /// JoinGroup.
-    pub fn join(&mut self, request: JoinRequest, now: Ms) -> Pending<JoinAnswer> {
+    pub(crate) fn join(&mut self, request: JoinRequest, now: Ms) -> Pending<JoinAnswer> {
         let limits = self.limits;
         if !(limits.min_session_ms..=limits.max_session_ms).contains(&request.session_timeout_ms) {
             return Pending::Now(JoinAnswer::error(

@@ -8,7 +8,7 @@ use super::{Group, Ms, State};
 impl Group {
     /// LeaveGroup for each (member id, instance id); an empty member id
     /// with an instance id removes that static member (an admin's removal).
-    pub fn leave(
+    pub(crate) fn leave(
         &mut self,
         leaving: &[(String, Option<String>)],
         now: Ms,
@@ -46,7 +46,7 @@ impl Group {
 
     /// Removes members whose session ran out, forgets member ids handed out
     /// and never used, and completes a rebalance whose time has come.
-    pub fn tick(&mut self, now: Ms) {
+    pub(crate) fn tick(&mut self, now: Ms) {
         self.pending.retain(|_, expires| *expires > now);
         let sync_overdue = self.state == State::CompletingRebalance && now >= self.deadline;
         let gone: Vec<(String, &str)> = self

@@ -15,7 +15,7 @@ impl Group {
     }
 
     /// Heartbeat: `None` when the member is in good standing.
-    pub fn heartbeat(
+    pub(crate) fn heartbeat(
         &mut self,
         generation: i32,
         member_id: &str,
@@ -35,7 +35,7 @@ impl Group {
 
     /// Whether an OffsetCommit from this member (or, with generation -1 and
     /// no member, from an admin or a self-assigning consumer) is accepted.
-    pub fn commit_check(
+    pub(crate) fn commit_check(
         &mut self,
         generation: i32,
         member_id: &str,

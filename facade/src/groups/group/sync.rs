@@ -11,7 +11,7 @@ use super::{Group, Ms, Pending, State, SyncAnswer};
 
 impl Group {
     /// SyncGroup.
-    pub fn sync(
+    pub(crate) fn sync(
         &mut self,
         generation: i32,
         member_id: &str,
