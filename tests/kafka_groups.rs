@@ -263,7 +263,6 @@ impl Drop for Kcat {
 async fn three_members_share_eight_partitions_and_outlive_a_killed_one(broker: &Broker) {
     const FIRST: u32 = 4_000;
     create_topic(&broker.kafka, "eight", 8).await;
-    produce(&broker.kafka, "eight", 8, 0..FIRST).await;
 
     let stop = Arc::new(AtomicBool::new(false));
     let a = member(&broker.kafka, "trio", &[("auto.commit.interval.ms", "200")]);
@@ -274,11 +273,16 @@ async fn three_members_share_eight_partitions_and_outlive_a_killed_one(broker: &
     let (got_a, ta) = poll_in_background(a.clone(), stop.clone());
     let (got_b, tb) = poll_in_background(b.clone(), stop.clone());
 
-    // All three hold partitions: a and b together hold fewer than eight,
-    // and the kcat member has consumed.
+    // All three hold partitions (a and b each some, together fewer than
+    // eight) before anything is produced: a kcat that joined late, after a
+    // and b had read and committed everything, would find nothing to read.
     wait_for("three members sharing the partitions", || {
-        let held = a.context().current().len() + b.context().current().len();
-        (1..8).contains(&held) && !k.lines.lock().expect("lock").is_empty()
+        let (held_a, held_b) = (a.context().current().len(), b.context().current().len());
+        held_a > 0 && held_b > 0 && held_a + held_b < 8
+    });
+    produce(&broker.kafka, "eight", 8, 0..FIRST).await;
+    wait_for("the kcat member to consume", || {
+        !k.lines.lock().expect("lock").is_empty()
     });
     let shared = (a.context().current(), b.context().current());
     assert!(
