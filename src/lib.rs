@@ -76,7 +76,26 @@ pub async fn run(
         stop.clone().cancelled_owned(),
     ));
 
-    let sweeper = tokio::spawn(sweep_kv(engine.clone(), stop.clone()));
+    let kv_engine = engine.clone();
+    let sweeper = tokio::spawn(upkeep(
+        "KV sweep",
+        KV_SWEEP_INTERVAL,
+        stop.clone(),
+        move || {
+            let engine = kv_engine.clone();
+            async move { Ok(engine.sweep_kv(KV_SWEEP_STEP).await? >= KV_SWEEP_STEP as u64) }
+        },
+    ));
+    let dedup_engine = engine.clone();
+    let dedup = tokio::spawn(upkeep(
+        "dedup upkeep",
+        DEDUP_UPKEEP_INTERVAL,
+        stop.clone(),
+        move || {
+            let engine = dedup_engine.clone();
+            async move { engine.maintain_dedup().await }
+        },
+    ));
     let expiry = tokio::spawn(expire_producers(
         engine.clone(),
         config.producer_id_expiration_ms,
@@ -89,6 +108,7 @@ pub async fn run(
     http_task.await??;
     kafka_task.await?;
     sweeper.await?;
+    dedup.await?;
     engine.close().await;
     Ok(())
 }
@@ -101,19 +121,26 @@ const KV_SWEEP_STEP: usize = 1_000;
 /// invisible at once anyway; the sweep only reclaims their space.
 const KV_SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Deletes expired KV rows in bounded steps until `stop`. Several brokers
-/// on one PostgreSQL database sweep side by side (each step skips the rows
-/// another one has locked).
-async fn sweep_kv(engine: Engine, stop: CancellationToken) {
+/// The pause between dedup upkeep steps once nothing is waiting: merges
+/// can wait a little, and runs past their window are never read anyway.
+const DEDUP_UPKEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Runs the bounded background `step` until `stop`: again after a short
+/// breath (that lets other writers in) while it reports more work waiting,
+/// else after `idle`. Several brokers on one PostgreSQL database run their
+/// steps side by side.
+async fn upkeep<F, Fut>(what: &str, idle: std::time::Duration, stop: CancellationToken, mut step: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = storage::Result<bool>>,
+{
     loop {
-        let pause = match engine.sweep_kv(KV_SWEEP_STEP).await {
-            // A full step: more may be waiting; go on after a short breath
-            // that lets other writers in.
-            Ok(n) if n >= KV_SWEEP_STEP as u64 => std::time::Duration::from_millis(10),
-            Ok(_) => KV_SWEEP_INTERVAL,
+        let pause = match step().await {
+            Ok(true) => std::time::Duration::from_millis(10),
+            Ok(false) => idle,
             Err(e) => {
-                tracing::warn!(error = %e, "KV sweep failed; trying again later");
-                KV_SWEEP_INTERVAL
+                tracing::warn!(error = %e, "{what} failed; trying again later");
+                idle
             }
         };
         tokio::select! {

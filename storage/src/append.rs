@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use uuid::Uuid;
 
 use crate::backend::Conn;
+use crate::dedup::run::{self, Entry as RunEntry};
 use crate::dedup::{DedupCache, HashRow, WindowIndex};
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
@@ -23,7 +24,6 @@ use crate::model::PushStatus;
 use crate::producers::{self, ProducerBatch, ProducerError, ProducerState, Verdict};
 use crate::record::Record;
 use crate::sql;
-use crate::sql::dedup::Rows;
 
 /// A partition's write state, read under its lock.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -32,6 +32,10 @@ pub(crate) struct PartitionHead {
     pub next_offset: i64,
     pub last_created_at: i64,
     pub dedup_window_seconds: i64,
+    /// Ids below this offset are in the dedup index's runs.
+    pub dedup_sealed_to: i64,
+    /// Changes whenever the partition's runs do.
+    pub dedup_epoch: i64,
 }
 
 /// A segment about to be inserted.
@@ -108,8 +112,8 @@ pub(crate) async fn append(
     let mut indexes = Vec::new();
     for mut head in heads {
         let created_at = now_ms.max(head.last_created_at);
+        let since = now_ms.saturating_sub(head.dedup_window_seconds.saturating_mul(1000));
         let mut index = if head.dedup_window_seconds > 0 {
-            let since = now_ms.saturating_sub(head.dedup_window_seconds.saturating_mul(1000));
             Some(window_index(tx, cache, &head, since).await?)
         } else {
             cache.take(head.id);
@@ -169,7 +173,7 @@ pub(crate) async fn append(
                     let txn = record.transaction_id();
                     let original = match fresh.get(&txn) {
                         Some(&found) => Some(found),
-                        None => originals.find(tx, head.id, index, &txn).await?,
+                        None => originals.find(tx, head.id, index, since, &txn).await?,
                     };
                     if let Some((message_id, offset)) = original {
                         answers.push(Appended {
@@ -205,11 +209,14 @@ pub(crate) async fn append(
                     created_at,
                     hashes: stored_hashes,
                 };
-                index.add(&row);
+                index.tail.add(&row);
                 hash_rows.push((head.id, row));
             }
             head.next_offset += stored.len() as i64;
             head.last_created_at = created_at;
+            if let Some(index) = &mut index {
+                index.seal_if_full(tx, &head, now_ms).await?;
+            }
             moved.push(head.clone());
         }
         if let Some(index) = index {
@@ -265,60 +272,71 @@ fn pack(
     segments
 }
 
-/// The partition's index of the window starting at `since`, complete up to
-/// the partition's next offset: the cached one topped up with what other
-/// writers appended since, or one loaded afresh.
+/// The partition's index, complete up to the partition's next offset: the
+/// cached one brought up to date, or one loaded afresh.
 async fn window_index(
     tx: &mut Conn<'_>,
     cache: &DedupCache,
     head: &PartitionHead,
     since: i64,
 ) -> Result<WindowIndex> {
-    let cached = cache
-        .take(head.id)
-        .filter(|i| i.covered_since <= since && i.covered_to <= head.next_offset);
-    let (mut index, rows) = match cached {
-        Some(mut index) => {
-            index.evict_before(since);
-            let rows = if index.covered_to < head.next_offset {
-                sql::dedup::rows(tx, head.id, Rows::From(index.covered_to)).await?
-            } else {
-                Vec::new()
-            };
-            (index, rows)
-        }
-        None => (
-            WindowIndex::new(since),
-            sql::dedup::rows(tx, head.id, Rows::CreatedSince(since)).await?,
-        ),
-    };
-    for row in &rows {
-        index.add(row);
-    }
-    // Under the lock, everything below the next offset is committed and loaded.
-    index.covered_to = head.next_offset;
+    let mut index = cache.take(head.id).unwrap_or_default();
+    index.refresh(tx, head, since).await?;
     Ok(index)
 }
 
 /// Looks up the stored originals of transaction ids, reading each segment
-/// once per group commit.
+/// and each run page once per group commit.
 #[derive(Default)]
 struct Originals {
     segments: Vec<(i64, Vec<Record>)>,
+    pages: HashMap<(i64, i64), Vec<RunEntry>>,
+    /// The partition's first offset inside the window, once needed.
+    window_start: Option<i64>,
 }
 
 impl Originals {
-    /// The original (message id, offset) of `txn` in the partition's window:
-    /// the lowest candidate offset whose stored id is `txn`. When the
-    /// segment is gone (retention) the hash decides and the id is nil.
+    /// The original (message id, offset) of `txn` in the partition's window
+    /// starting at `since`: the lowest in-window candidate offset whose
+    /// stored id is `txn`. When the segment is gone (retention) the hash
+    /// decides and the id is nil.
     async fn find(
         &mut self,
         tx: &mut Conn<'_>,
         partition_id: PartitionId,
         index: &WindowIndex,
+        since: i64,
         txn: &str,
     ) -> Result<Option<(Uuid, i64)>> {
-        for offset in index.candidates(txn_hash(txn)) {
+        let hash = txn_hash(txn);
+        let mut candidates: Vec<i64> = index.tail.candidates(hash).collect();
+        for run in &index.runs {
+            for page_no in run.pages_for(hash) {
+                let page = match self.pages.entry((run.id, page_no)) {
+                    Entry::Occupied(page) => page.into_mut(),
+                    Entry::Vacant(slot) => {
+                        slot.insert(sql::dedup::page(tx, run.id, page_no).await?)
+                    }
+                };
+                candidates.extend(run::offsets_in(page, hash));
+            }
+        }
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        let low = match self.window_start {
+            Some(low) => low,
+            None => {
+                let low = sql::dedup::window_start(tx, partition_id, since)
+                    .await?
+                    .unwrap_or(i64::MAX);
+                *self.window_start.insert(low)
+            }
+        };
+        candidates.retain(|&o| o >= low);
+        candidates.sort_unstable();
+        candidates.dedup();
+        for offset in candidates {
             match self.record_at(tx, partition_id, offset).await? {
                 Some(record) if record.transaction_id() == txn => {
                     return Ok(Some((record.message_id, offset)));

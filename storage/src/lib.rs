@@ -80,9 +80,11 @@ use append::{AppendJob, JobOutcome};
 use backend::Store;
 use committer::Committer;
 
-/// How many transaction-id hashes the dedup cache keeps in all (about 30
-/// bytes each): past it, the largest partitions read their window afresh.
-const DEDUP_CACHE_HASHES: usize = 2_000_000;
+/// The memory the dedup indexes of all partitions share: about 12 bits per
+/// windowed id, plus up to 0.7 MiB per busy partition's tail. Past it, idle
+/// partitions' indexes go and busy ones' filters are folded
+/// ([`dedup::DedupCache`]).
+const DEDUP_MEMORY_BYTES: usize = 64 << 20;
 
 /// The storage engine. Cheap to clone; every clone shares one connection pool
 /// and one set of writer tasks.
@@ -121,7 +123,7 @@ impl Engine {
     /// Connects to `url`, measuring every window with `clock`.
     pub async fn connect_with_clock(url: &str, clock: Arc<dyn Clock>) -> Result<Self> {
         let store = Store::connect(url).await?;
-        let cache = Arc::new(dedup::DedupCache::new(DEDUP_CACHE_HASHES));
+        let cache = Arc::new(dedup::DedupCache::new(DEDUP_MEMORY_BYTES));
         let committer = Committer::start(
             store.clone(),
             clock.clone(),

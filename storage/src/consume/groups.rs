@@ -322,10 +322,11 @@ impl Engine {
         next_offset: i64,
     ) -> Result<Option<(i64, i64, Record)>> {
         let store = &self.inner.store;
-        let mut candidates =
-            sql::dedup::candidates(store, partition_id, txn_hash(transaction_id)).await?;
-        candidates.sort_unstable_by(|a, b| b.cmp(a));
         let mut reader = store.read_conn().await?;
+        let mut candidates =
+            sql::dedup::candidates(&mut reader.conn(), partition_id, txn_hash(transaction_id))
+                .await?;
+        candidates.sort_unstable_by(|a, b| b.cmp(a));
         for offset in candidates {
             if let Some(segment) =
                 sql::segments::at(&mut reader.conn(), partition_id, offset).await?

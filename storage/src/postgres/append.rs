@@ -4,7 +4,7 @@
 use sqlx::PgConnection;
 
 use crate::append::{NewSegment, PartitionHead};
-use crate::dedup::{pack_hashes, HashRow};
+use crate::dedup::{pack_i64s, HashRow};
 use crate::error::Result;
 use crate::model::PartitionId;
 
@@ -14,7 +14,8 @@ pub(crate) async fn lock_partitions(
     ids: &[PartitionId],
 ) -> Result<Vec<PartitionHead>> {
     Ok(sqlx::query_as(
-        "SELECT p.id, p.next_offset, p.last_created_at, q.dedup_window_seconds \
+        "SELECT p.id, p.next_offset, p.last_created_at, q.dedup_window_seconds, \
+                    p.dedup_sealed_to, p.dedup_epoch \
              FROM partitions p JOIN queues q ON q.id = p.queue_id \
              WHERE p.id = ANY($1) ORDER BY p.id FOR UPDATE OF p",
     )
@@ -50,7 +51,7 @@ pub(crate) async fn write(
     if !hashes.is_empty() {
         let column =
             |f: fn(&(PartitionId, HashRow)) -> i64| hashes.iter().map(f).collect::<Vec<i64>>();
-        let packed: Vec<Vec<u8>> = hashes.iter().map(|(_, h)| pack_hashes(&h.hashes)).collect();
+        let packed: Vec<Vec<u8>> = hashes.iter().map(|(_, h)| pack_i64s(&h.hashes)).collect();
         sqlx::query(
             "INSERT INTO txn_hashes (partition_id, base_offset, created_at, hashes) \
                  SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[])",

@@ -284,6 +284,9 @@ pub(crate) async fn delete_queue(store: &Store, name: &str) -> Result<bool> {
                 .await?;
             }
             for statement in [
+                // Their pages are many: the dedup upkeep deletes them in steps.
+                "UPDATE dedup_runs SET state = 2 WHERE partition_id IN \
+                 (SELECT id FROM partitions WHERE queue_id = $1)",
                 "DELETE FROM consumer_subscriptions WHERE queue_id = $1",
                 "DELETE FROM partitions WHERE queue_id = $1",
                 "DELETE FROM queues WHERE id = $1",

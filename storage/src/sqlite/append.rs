@@ -3,7 +3,7 @@
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 
 use crate::append::{NewSegment, PartitionHead};
-use crate::dedup::{pack_hashes, HashRow};
+use crate::dedup::{pack_i64s, HashRow};
 use crate::error::Result;
 use crate::model::PartitionId;
 
@@ -19,7 +19,8 @@ pub(crate) async fn lock_partitions(
     let mut heads = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(MAX_PARAMS) {
         let mut q = QueryBuilder::<Sqlite>::new(
-            "SELECT p.id, p.next_offset, p.last_created_at, q.dedup_window_seconds \
+            "SELECT p.id, p.next_offset, p.last_created_at, q.dedup_window_seconds, \
+                    p.dedup_sealed_to, p.dedup_epoch \
                  FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id IN (",
         );
         let mut list = q.separated(", ");
@@ -62,7 +63,7 @@ pub(crate) async fn write(
             row.push_bind(*partition_id)
                 .push_bind(h.base_offset)
                 .push_bind(h.created_at)
-                .push_bind(pack_hashes(&h.hashes));
+                .push_bind(pack_i64s(&h.hashes));
         });
         q.build().execute(&mut *conn).await?;
     }

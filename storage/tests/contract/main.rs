@@ -2,6 +2,7 @@
 //! each on a fresh database.
 
 mod consume;
+mod dedup;
 mod kv;
 mod log;
 mod offsets;
@@ -37,6 +38,10 @@ macro_rules! contract {
 }
 
 contract!(
+    dedup::duplicates_are_found_at_every_window_population,
+    dedup::runs_past_the_window_expire_and_their_ids_are_new,
+    dedup::a_sealed_id_is_found_by_message_lookup,
+    dedup::deleting_a_queue_deletes_its_runs,
     offsets::kafka_commits_and_native_acks_move_one_position,
     offsets::groups_are_listed_and_their_offsets_deleted_per_partition,
     producers::sequences_dedup_retries_and_refuse_gaps,

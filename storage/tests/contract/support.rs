@@ -66,4 +66,28 @@ impl Db {
             }
         }
     }
+
+    /// The single integer a raw SQL query answers (a count, say).
+    pub(crate) async fn count(&self, sql: &str) -> i64 {
+        match self.db.backend() {
+            Backend::Sqlite => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.url)
+                    .await
+                    .expect("raw connection");
+                sqlx::query_scalar(sql)
+                    .fetch_one(&mut conn)
+                    .await
+                    .expect("raw sql")
+            }
+            Backend::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.url)
+                    .await
+                    .expect("raw connection");
+                sqlx::query_scalar(sql)
+                    .fetch_one(&mut conn)
+                    .await
+                    .expect("raw sql")
+            }
+        }
+    }
 }

@@ -1,0 +1,160 @@
+//! The partitions' dedup indexes kept between appends, within one memory
+//! budget shared by all partitions.
+//!
+//! Over budget, the cache first drops the indexes of partitions that have
+//! been idle a while (they reload from the database when next written),
+//! then folds the largest filters of the rest: a busy partition never has
+//! to reload, it only gets more "maybe" answers, each costing a page read.
+//! Only when nothing can be folded any more does it drop a busy index.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::index::WindowIndex;
+use super::run::Run;
+use crate::model::PartitionId;
+
+/// An index that has not been used for this long is dropped first.
+const IDLE: Duration = Duration::from_secs(30);
+
+#[derive(Debug)]
+struct Held {
+    index: WindowIndex,
+    used: Instant,
+}
+
+/// Window indexes kept between appends, bounded by a number of bytes.
+#[derive(Debug)]
+pub(crate) struct DedupCache {
+    budget: usize,
+    indexes: Mutex<HashMap<PartitionId, Held>>,
+}
+
+impl DedupCache {
+    /// A cache holding at most about `budget` bytes.
+    pub(crate) fn new(budget: usize) -> Self {
+        Self {
+            budget,
+            indexes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Takes the partition's index out for an append (appends of one
+    /// partition are serialised, so nobody else needs it meanwhile).
+    pub(crate) fn take(&self, partition_id: PartitionId) -> Option<WindowIndex> {
+        self.lock().remove(&partition_id).map(|h| h.index)
+    }
+
+    /// Puts an index back after its append committed, and brings the cache
+    /// back within budget (see the module doc).
+    pub(crate) fn put(&self, partition_id: PartitionId, index: WindowIndex) {
+        let mut indexes = self.lock();
+        let now = Instant::now();
+        indexes.insert(partition_id, Held { index, used: now });
+        let mut total: usize = indexes.values().map(|h| h.index.bytes()).sum();
+        while total > self.budget {
+            let idle = indexes
+                .iter()
+                .filter(|(_, h)| now.duration_since(h.used) > IDLE)
+                .min_by_key(|(_, h)| h.used)
+                .map(|(&id, _)| id);
+            if let Some(id) = idle {
+                total -= indexes.remove(&id).map_or(0, |h| h.index.bytes());
+                continue;
+            }
+            let Some(largest) = indexes.values_mut().max_by_key(|h| h.index.bytes()) else {
+                break;
+            };
+            let before = largest.index.bytes();
+            if largest.index.fold_largest() {
+                total -= before - largest.index.bytes();
+                continue;
+            }
+            let oldest = indexes
+                .iter()
+                .min_by_key(|(_, h)| h.used)
+                .map(|(&id, _)| id);
+            match oldest {
+                Some(id) => total -= indexes.remove(&id).map_or(0, |h| h.index.bytes()),
+                None => break,
+            }
+        }
+    }
+
+    /// Gives a held index the run a merge just published in place of its
+    /// inputs, if the index was current at `epoch` (the partition's epoch
+    /// before the merge); otherwise the index reloads at its next append.
+    pub(crate) fn replace_runs(
+        &self,
+        partition_id: PartitionId,
+        epoch: i64,
+        retired: &[i64],
+        run: Run,
+    ) {
+        let mut indexes = self.lock();
+        if let Some(held) = indexes.get_mut(&partition_id) {
+            let index = &mut held.index;
+            if index.epoch == Some(epoch) {
+                index.runs.retain(|r| !retired.contains(&r.id));
+                index.runs.push(run);
+                index.runs.sort_unstable_by_key(|r| r.id);
+                index.epoch = Some(epoch + 1);
+            }
+        }
+    }
+
+    /// The bytes its indexes hold.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> usize {
+        self.lock().values().map(|h| h.index.bytes()).sum()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PartitionId, Held>> {
+        self.indexes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dedup::run::RunBuilder;
+
+    fn index_with_run(keys: usize) -> WindowIndex {
+        let mut builder = RunBuilder::new(keys);
+        for i in 0..keys as i64 {
+            builder.push((i * 7919, i));
+        }
+        let run = builder.finish();
+        WindowIndex {
+            runs: vec![Run {
+                id: 1,
+                created_max: 0,
+                filter: run.filter,
+                fences: run.fences,
+            }],
+            ..WindowIndex::default()
+        }
+    }
+
+    #[test]
+    fn busy_indexes_are_folded_to_fit_and_kept() {
+        let one = index_with_run(100_000).bytes();
+        let cache = DedupCache::new(one + one / 2);
+        cache.put(PartitionId::new(1), index_with_run(100_000));
+        cache.put(PartitionId::new(2), index_with_run(100_000));
+        assert!(cache.bytes() <= one + one / 2, "{} > budget", cache.bytes());
+        let a = cache.take(PartitionId::new(1)).expect("kept, folded");
+        let b = cache.take(PartitionId::new(2)).expect("kept, folded");
+        for index in [a, b] {
+            assert!((0..100_000i64).all(|i| index.runs[0].filter.may_contain(i * 7919)));
+        }
+    }
+
+    #[test]
+    fn an_index_that_cannot_fit_is_dropped() {
+        let cache = DedupCache::new(10);
+        cache.put(PartitionId::new(1), index_with_run(100_000));
+        assert!(cache.take(PartitionId::new(1)).is_none());
+    }
+}

@@ -1,0 +1,177 @@
+//! A split-block Bloom filter over transaction-id hashes: the in-memory
+//! "no" or "maybe" in front of each sealed run of the dedup index.
+//!
+//! Each key sets 8 bits in one 256-bit block (one cache line), so a probe
+//! costs a single memory access. Blocks are chosen by multiply-shift on the
+//! hash's high half, which lets a filter be folded: OR-ing blocks `2i` and
+//! `2i + 1` gives the filter that the same keys would have built with half
+//! the blocks. Folding is how a partition gives memory back when the dedup
+//! budget is tight: the filter keeps saying "no" to most absent keys, only
+//! less often, and never "no" to a present one.
+
+/// The multipliers that pick a key's bit in each word of its block.
+const SALT: [u32; 8] = [
+    0x47b6_137b,
+    0x4497_4d91,
+    0x8824_ad5b,
+    0xa2b7_289d,
+    0x7054_95c7,
+    0x2df1_424b,
+    0x9efc_4947,
+    0x5c6b_fb31,
+];
+
+/// Block counts are a multiple of this, so every filter can be folded at
+/// least four times.
+const BLOCK_GRAIN: usize = 16;
+
+/// One 256-bit block.
+type Block = [u32; 8];
+
+/// A split-block Bloom filter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Filter {
+    blocks: Vec<Block>,
+}
+
+impl Filter {
+    /// An empty filter sized for `keys` keys at about `bits_per_key` bits each.
+    pub(crate) fn with_capacity(keys: usize, bits_per_key: usize) -> Self {
+        let blocks = (keys.saturating_mul(bits_per_key) / 256).max(1);
+        let blocks = blocks.div_ceil(BLOCK_GRAIN) * BLOCK_GRAIN;
+        Self {
+            blocks: vec![[0; 8]; blocks],
+        }
+    }
+
+    /// Adds a key.
+    pub(crate) fn insert(&mut self, hash: i64) {
+        let i = self.block_of(hash);
+        let mask = mask(hash);
+        for (word, bit) in self.blocks[i].iter_mut().zip(mask) {
+            *word |= bit;
+        }
+    }
+
+    /// False only if `hash` was never inserted.
+    pub(crate) fn may_contain(&self, hash: i64) -> bool {
+        let block = &self.blocks[self.block_of(hash)];
+        block
+            .iter()
+            .zip(mask(hash))
+            .all(|(word, bit)| word & bit != 0)
+    }
+
+    /// Halves the filter (see the module doc); false when it can no longer be folded.
+    pub(crate) fn fold(&mut self) -> bool {
+        if self.blocks.len() < 2 || !self.blocks.len().is_multiple_of(2) {
+            return false;
+        }
+        let folded = self
+            .blocks
+            .chunks_exact(2)
+            .map(|pair| std::array::from_fn(|w| pair[0][w] | pair[1][w]))
+            .collect();
+        self.blocks = folded;
+        true
+    }
+
+    /// The memory it holds, in bytes.
+    pub(crate) fn bytes(&self) -> usize {
+        self.blocks.len() * std::mem::size_of::<Block>()
+    }
+
+    /// The stored form: the words, little-endian.
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        self.blocks
+            .iter()
+            .flatten()
+            .flat_map(|w| w.to_le_bytes())
+            .collect()
+    }
+
+    /// Reads the stored form; `None` if it is not whole blocks.
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        if bytes.is_empty() || !bytes.len().is_multiple_of(32) {
+            return None;
+        }
+        let blocks = bytes
+            .chunks_exact(32)
+            .map(|b| {
+                std::array::from_fn(|w| {
+                    u32::from_le_bytes([b[4 * w], b[4 * w + 1], b[4 * w + 2], b[4 * w + 3]])
+                })
+            })
+            .collect();
+        Some(Self { blocks })
+    }
+
+    fn block_of(&self, hash: i64) -> usize {
+        // Multiply-shift on the high half: uniform, and halving the block
+        // count halves the index (floor(floor(x)/2) = floor(x/2)).
+        (((hash as u64) >> 32).wrapping_mul(self.blocks.len() as u64) >> 32) as usize
+    }
+}
+
+/// The bit each word of the block gets for `hash` (from its low half).
+fn mask(hash: i64) -> [u32; 8] {
+    let low = hash as u32;
+    std::array::from_fn(|i| 1 << (low.wrapping_mul(SALT[i]) >> 27))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(seed: u64, n: usize) -> impl Iterator<Item = i64> {
+        (0..n as u64)
+            .map(move |i| xxhash_rust::xxh3::xxh3_64(&(seed << 40 | i).to_le_bytes()) as i64)
+    }
+
+    fn false_positive_rate(filter: &Filter) -> f64 {
+        let probes = 200_000;
+        let hits = keys(99, probes).filter(|&h| filter.may_contain(h)).count();
+        hits as f64 / probes as f64
+    }
+
+    #[test]
+    fn never_says_no_to_a_key_it_holds_and_rarely_yes_to_others() {
+        let n = 100_000;
+        let mut filter = Filter::with_capacity(n, 12);
+        for h in keys(1, n) {
+            filter.insert(h);
+        }
+        assert!(keys(1, n).all(|h| filter.may_contain(h)));
+        let rate = false_positive_rate(&filter);
+        assert!(rate < 0.01, "false positive rate {rate}");
+    }
+
+    #[test]
+    fn folding_keeps_every_key_and_halves_the_memory() {
+        let n = 50_000;
+        let mut filter = Filter::with_capacity(n, 16);
+        for h in keys(2, n) {
+            filter.insert(h);
+        }
+        let before = (filter.bytes(), false_positive_rate(&filter));
+        assert!(filter.fold());
+        assert_eq!(filter.bytes() * 2, before.0);
+        assert!(
+            keys(2, n).all(|h| filter.may_contain(h)),
+            "a folded filter lost a key"
+        );
+        let after = false_positive_rate(&filter);
+        assert!(after > before.1 && after < 0.2, "{before:?} -> {after}");
+    }
+
+    #[test]
+    fn the_stored_form_round_trips() {
+        let mut filter = Filter::with_capacity(1_000, 12);
+        for h in keys(3, 1_000) {
+            filter.insert(h);
+        }
+        assert_eq!(Filter::from_bytes(&filter.to_bytes()), Some(filter));
+        assert_eq!(Filter::from_bytes(&[0; 33]), None);
+        assert_eq!(Filter::from_bytes(&[]), None);
+    }
+}

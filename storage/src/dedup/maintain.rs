@@ -1,0 +1,222 @@
+//! Background upkeep of the dedup index, in bounded steps that any broker
+//! may run (several on one PostgreSQL database run side by side): merging
+//! runs, dropping runs past their window, deleting dead runs' pages and
+//! purging old sidecar rows.
+
+use super::run::{self, Entry, Finished, Page, Run, RunBuilder};
+use super::{RunState, MERGE_FANOUT};
+use crate::backend::Store;
+use crate::error::Result;
+use crate::model::PartitionId;
+use crate::sql;
+use crate::sql::dedup::{NewRun, RunHead};
+use crate::Engine;
+
+/// Sidecar rows are kept at least this long whatever the window, for the
+/// lookups of messages by transaction id (spec 5.2: `max(window, …, 900)`).
+const SIDECAR_FLOOR_SECONDS: i64 = 900;
+
+/// Sidecar rows one step purges.
+const PURGE_ROWS: i64 = 1_000;
+
+/// Pages of a dead run one step deletes.
+const SWEEP_PAGES: i64 = 256;
+
+/// Pages a merge reads from an input at a time.
+const READ_PAGES: i64 = 16;
+
+/// Pages a merge writes per transaction: short, so appends keep the writer.
+const WRITE_PAGES: usize = 64;
+
+/// A merge begun this long ago whose output is still building was left by
+/// a broker that stopped; its output is discarded.
+const ABANDONED_MS: i64 = 10 * 60 * 1000;
+
+impl Engine {
+    /// One step of dedup upkeep; returns whether more work is waiting (the
+    /// caller loops at once) or not (the caller pauses).
+    pub async fn maintain_dedup(&self) -> Result<bool> {
+        let now = self.inner.clock.now_ms();
+        let store = &self.inner.store;
+        let mut tx = store.begin_write().await?;
+        let mut conn = tx.conn();
+        sql::dedup::expire_runs(&mut conn, now).await?;
+        sql::dedup::abandon_runs(&mut conn, now - ABANDONED_MS).await?;
+        let swept = sql::dedup::sweep_dead_run(&mut conn, SWEEP_PAGES).await?;
+        let purged =
+            sql::dedup::purge_sidecar(&mut conn, now, SIDECAR_FLOOR_SECONDS, PURGE_ROWS).await?;
+        let candidate = sql::dedup::merge_candidate(&mut conn, MERGE_FANOUT).await?;
+        tx.commit().await?;
+        let merged = match candidate {
+            Some((partition_id, level)) => self.merge_runs(partition_id, level, now).await?,
+            None => false,
+        };
+        // A sweep step that did anything may have left the rest of its run.
+        Ok(swept > 0 || purged >= PURGE_ROWS as u64 || merged)
+    }
+
+    /// Merges the partition's oldest [`MERGE_FANOUT`] runs of `level` into
+    /// one of the next level; false if another broker got there first.
+    async fn merge_runs(&self, partition_id: PartitionId, level: i64, now: i64) -> Result<bool> {
+        let store = &self.inner.store;
+        let mut tx = store.begin_write().await?;
+        let mut conn = tx.conn();
+        let inputs = sql::dedup::merge_inputs(&mut conn, partition_id, level, MERGE_FANOUT).await?;
+        let Some(window) = sql::dedup::window_seconds(&mut conn, partition_id).await? else {
+            return Ok(false);
+        };
+        if inputs.len() < MERGE_FANOUT as usize {
+            return Ok(false);
+        }
+        // Entries already past the window are left behind.
+        let since = now.saturating_sub(window.saturating_mul(1000));
+        let low = sql::dedup::window_start(&mut conn, partition_id, since)
+            .await?
+            .unwrap_or(i64::MAX);
+        let output = NewRun {
+            partition_id,
+            level: level + 1,
+            state: RunState::Building,
+            entries: inputs.iter().map(|r| r.entries).sum(),
+            created_max: inputs.iter().map(|r| r.created_max).max().unwrap_or(0),
+            started_at: now,
+            filter: None,
+            fences: None,
+        };
+        let Some(id) = sql::dedup::insert_run(&mut conn, &output).await? else {
+            return Ok(false);
+        };
+        tx.commit().await?;
+
+        let Finished {
+            filter,
+            fences,
+            entries,
+            ..
+        } = match write_merged(store, id, &inputs, low, output.entries).await {
+            Ok(written) => written,
+            Err(e) => {
+                let mut tx = store.begin_write().await?;
+                sql::dedup::set_state(&mut tx.conn(), id, RunState::Dead).await?;
+                tx.commit().await?;
+                return Err(e);
+            }
+        };
+        let retired: Vec<i64> = inputs.iter().map(|r| r.id).collect();
+        let mut tx = store.begin_write().await?;
+        let mut conn = tx.conn();
+        let epoch = sql::dedup::lock_epoch(&mut conn, partition_id).await?;
+        let published = match epoch {
+            Some(_) if sql::dedup::retire_runs(&mut conn, &retired).await? => {
+                let (f, g) = (filter.to_bytes(), run::encode_fences(&fences));
+                sql::dedup::publish_run(&mut conn, id, partition_id, entries, &f, &g).await?;
+                tx.commit().await?;
+                true
+            }
+            _ => {
+                drop(tx); // rolls back a partial retire
+                let mut tx = store.begin_write().await?;
+                sql::dedup::set_state(&mut tx.conn(), id, RunState::Dead).await?;
+                tx.commit().await?;
+                false
+            }
+        };
+        if let (true, Some(epoch)) = (published, epoch) {
+            let run = Run {
+                id,
+                created_max: output.created_max,
+                filter,
+                fences,
+            };
+            self.inner
+                .dedup
+                .replace_runs(partition_id, epoch, &retired, run);
+        }
+        Ok(published)
+    }
+}
+
+/// Streams the inputs' pages into the output run `id` in hash order,
+/// leaving out offsets below `low`, a bounded number of pages per write
+/// transaction; returns the run's filter, fences and entry count.
+async fn write_merged(
+    store: &Store,
+    id: i64,
+    inputs: &[RunHead],
+    low: i64,
+    capacity: i64,
+) -> Result<Finished> {
+    let mut cursors: Vec<Cursor> = inputs.iter().map(|r| Cursor::new(r.id)).collect();
+    let mut builder = RunBuilder::new(usize::try_from(capacity).unwrap_or(0));
+    let mut pending: Vec<Page> = Vec::new();
+    loop {
+        let mut best: Option<(usize, Entry)> = None;
+        for (i, cursor) in cursors.iter_mut().enumerate() {
+            if let Some(entry) = cursor.peek(store).await? {
+                if best.is_none_or(|(_, b)| entry < b) {
+                    best = Some((i, entry));
+                }
+            }
+        }
+        let Some((i, entry)) = best else { break };
+        cursors[i].advance();
+        if entry.1 < low {
+            continue;
+        }
+        pending.extend(builder.push(entry));
+        if pending.len() >= WRITE_PAGES {
+            flush(store, id, &mut pending).await?;
+        }
+    }
+    let mut finished = builder.finish();
+    pending.extend(finished.last_page.take());
+    flush(store, id, &mut pending).await?;
+    Ok(finished)
+}
+
+async fn flush(store: &Store, id: i64, pending: &mut Vec<Page>) -> Result<()> {
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let mut tx = store.begin_write().await?;
+    sql::dedup::insert_pages(&mut tx.conn(), id, pending).await?;
+    tx.commit().await?;
+    pending.clear();
+    Ok(())
+}
+
+/// Reads one input run's entries in order, a few pages at a time.
+struct Cursor {
+    run_id: i64,
+    next_page: i64,
+    buffered: std::collections::VecDeque<Entry>,
+    done: bool,
+}
+
+impl Cursor {
+    fn new(run_id: i64) -> Self {
+        Self {
+            run_id,
+            next_page: 0,
+            buffered: Default::default(),
+            done: false,
+        }
+    }
+
+    async fn peek(&mut self, store: &Store) -> Result<Option<Entry>> {
+        if self.buffered.is_empty() && !self.done {
+            let mut reader = store.read_conn().await?;
+            let pages =
+                sql::dedup::pages_from(&mut reader.conn(), self.run_id, self.next_page, READ_PAGES)
+                    .await?;
+            self.done = (pages.len() as i64) < READ_PAGES;
+            self.next_page += pages.len() as i64;
+            self.buffered.extend(pages.into_iter().flatten());
+        }
+        Ok(self.buffered.front().copied())
+    }
+
+    fn advance(&mut self) {
+        self.buffered.pop_front();
+    }
+}
