@@ -27,6 +27,7 @@ pub async fn run(
     let engine = Engine::connect(&config.database_url)
         .await
         .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
+    engine.set_dedup_memory(config.dedup_memory_mb.saturating_mul(1 << 20));
     let http = TcpListener::bind(config.http_addr)
         .await
         .with_context(|| format!("binding the HTTP address {}", config.http_addr))?;

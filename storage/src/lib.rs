@@ -80,11 +80,12 @@ use append::{AppendJob, JobOutcome};
 use backend::Store;
 use committer::Committer;
 
-/// The memory the dedup indexes of all partitions share: about 12 bits per
-/// windowed id, plus up to 0.7 MiB per busy partition's tail. Past it, idle
+/// The memory the dedup indexes of all partitions share unless
+/// [`Engine::set_dedup_memory`] says otherwise: about 12 bits per windowed
+/// id, plus up to 0.7 MiB per busy partition's tail. Past it, idle
 /// partitions' indexes go and busy ones' filters are folded
 /// ([`dedup::DedupCache`]).
-const DEDUP_MEMORY_BYTES: usize = 64 << 20;
+pub const DEFAULT_DEDUP_MEMORY_BYTES: usize = 64 << 20;
 
 /// The storage engine. Cheap to clone; every clone shares one connection pool
 /// and one set of writer tasks.
@@ -123,7 +124,7 @@ impl Engine {
     /// Connects to `url`, measuring every window with `clock`.
     pub async fn connect_with_clock(url: &str, clock: Arc<dyn Clock>) -> Result<Self> {
         let store = Store::connect(url).await?;
-        let cache = Arc::new(dedup::DedupCache::new(DEDUP_MEMORY_BYTES));
+        let cache = Arc::new(dedup::DedupCache::new(DEFAULT_DEDUP_MEMORY_BYTES));
         let committer = Committer::start(
             store.clone(),
             clock.clone(),
@@ -141,6 +142,11 @@ impl Engine {
                 partitions: Default::default(),
             }),
         })
+    }
+
+    /// Sets the memory the dedup indexes of all partitions share, in bytes.
+    pub fn set_dedup_memory(&self, bytes: usize) {
+        self.inner.dedup.set_budget(bytes);
     }
 
     /// The clock the engine measures time with.

@@ -8,6 +8,7 @@
 //! Only when nothing can be folded any more does it drop a busy index.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -27,7 +28,7 @@ struct Held {
 /// Window indexes kept between appends, bounded by a number of bytes.
 #[derive(Debug)]
 pub(crate) struct DedupCache {
-    budget: usize,
+    budget: AtomicUsize,
     indexes: Mutex<HashMap<PartitionId, Held>>,
 }
 
@@ -35,7 +36,7 @@ impl DedupCache {
     /// A cache holding at most about `budget` bytes.
     pub(crate) fn new(budget: usize) -> Self {
         Self {
-            budget,
+            budget: AtomicUsize::new(budget),
             indexes: Mutex::new(HashMap::new()),
         }
     }
@@ -52,8 +53,9 @@ impl DedupCache {
         let mut indexes = self.lock();
         let now = Instant::now();
         indexes.insert(partition_id, Held { index, used: now });
+        let budget = self.budget.load(Ordering::Relaxed);
         let mut total: usize = indexes.values().map(|h| h.index.bytes()).sum();
-        while total > self.budget {
+        while total > budget {
             let idle = indexes
                 .iter()
                 .filter(|(_, h)| now.duration_since(h.used) > IDLE)
@@ -80,6 +82,11 @@ impl DedupCache {
                 None => break,
             }
         }
+    }
+
+    /// Changes the budget; it is enforced from the next [`Self::put`] on.
+    pub(crate) fn set_budget(&self, bytes: usize) {
+        self.budget.store(bytes, Ordering::Relaxed);
     }
 
     /// Gives a held index the run a merge just published in place of its

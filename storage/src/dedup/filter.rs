@@ -25,13 +25,14 @@ const SALT: [u32; 8] = [
 /// least four times.
 const BLOCK_GRAIN: usize = 16;
 
-/// One 256-bit block.
-type Block = [u32; 8];
+/// Bytes per block: eight 32-bit words.
+const BLOCK_BYTES: usize = 32;
 
-/// A split-block Bloom filter.
+/// A split-block Bloom filter, kept in its stored form (little-endian
+/// words) so loading and storing one copies nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Filter {
-    blocks: Vec<Block>,
+    bytes: Vec<u8>,
 }
 
 impl Filter {
@@ -40,77 +41,80 @@ impl Filter {
         let blocks = (keys.saturating_mul(bits_per_key) / 256).max(1);
         let blocks = blocks.div_ceil(BLOCK_GRAIN) * BLOCK_GRAIN;
         Self {
-            blocks: vec![[0; 8]; blocks],
+            bytes: vec![0; blocks * BLOCK_BYTES],
         }
     }
 
     /// Adds a key.
     pub(crate) fn insert(&mut self, hash: i64) {
-        let i = self.block_of(hash);
-        let mask = mask(hash);
-        for (word, bit) in self.blocks[i].iter_mut().zip(mask) {
-            *word |= bit;
+        let block = self.block_of(hash);
+        for (word, bit) in block_words_mut(&mut self.bytes[block]).zip(mask(hash)) {
+            let value = u32::from_le_bytes([word[0], word[1], word[2], word[3]]) | bit;
+            word.copy_from_slice(&value.to_le_bytes());
         }
     }
 
     /// False only if `hash` was never inserted.
     pub(crate) fn may_contain(&self, hash: i64) -> bool {
-        let block = &self.blocks[self.block_of(hash)];
+        let block = &self.bytes[self.block_of(hash)];
         block
-            .iter()
+            .chunks_exact(4)
             .zip(mask(hash))
-            .all(|(word, bit)| word & bit != 0)
+            .all(|(w, bit)| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) & bit != 0)
     }
 
     /// Halves the filter (see the module doc); false when it can no longer be folded.
     pub(crate) fn fold(&mut self) -> bool {
-        if self.blocks.len() < 2 || !self.blocks.len().is_multiple_of(2) {
+        let blocks = self.blocks();
+        if blocks < 2 || !blocks.is_multiple_of(2) {
             return false;
         }
         let folded = self
-            .blocks
-            .chunks_exact(2)
-            .map(|pair| std::array::from_fn(|w| pair[0][w] | pair[1][w]))
+            .bytes
+            .chunks_exact(2 * BLOCK_BYTES)
+            .flat_map(|pair| {
+                let (a, b) = pair.split_at(BLOCK_BYTES);
+                a.iter().zip(b).map(|(x, y)| x | y).collect::<Vec<u8>>()
+            })
             .collect();
-        self.blocks = folded;
+        self.bytes = folded;
         true
     }
 
     /// The memory it holds, in bytes.
     pub(crate) fn bytes(&self) -> usize {
-        self.blocks.len() * std::mem::size_of::<Block>()
+        self.bytes.len()
     }
 
-    /// The stored form: the words, little-endian.
-    pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        self.blocks
-            .iter()
-            .flatten()
-            .flat_map(|w| w.to_le_bytes())
-            .collect()
+    /// The stored form.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
-    /// Reads the stored form; `None` if it is not whole blocks.
-    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Self> {
-        if bytes.is_empty() || !bytes.len().is_multiple_of(32) {
+    /// Takes the stored form; `None` if it is not whole blocks.
+    pub(crate) fn from_bytes(bytes: Vec<u8>) -> Option<Self> {
+        if bytes.is_empty() || !bytes.len().is_multiple_of(BLOCK_BYTES) {
             return None;
         }
-        let blocks = bytes
-            .chunks_exact(32)
-            .map(|b| {
-                std::array::from_fn(|w| {
-                    u32::from_le_bytes([b[4 * w], b[4 * w + 1], b[4 * w + 2], b[4 * w + 3]])
-                })
-            })
-            .collect();
-        Some(Self { blocks })
+        Some(Self { bytes })
     }
 
-    fn block_of(&self, hash: i64) -> usize {
+    fn blocks(&self) -> usize {
+        self.bytes.len() / BLOCK_BYTES
+    }
+
+    /// The byte range of the block `hash` falls in.
+    fn block_of(&self, hash: i64) -> std::ops::Range<usize> {
         // Multiply-shift on the high half: uniform, and halving the block
         // count halves the index (floor(floor(x)/2) = floor(x/2)).
-        (((hash as u64) >> 32).wrapping_mul(self.blocks.len() as u64) >> 32) as usize
+        let i = (((hash as u64) >> 32).wrapping_mul(self.blocks() as u64) >> 32) as usize;
+        i * BLOCK_BYTES..(i + 1) * BLOCK_BYTES
     }
+}
+
+/// The four-byte words of a block.
+fn block_words_mut(block: &mut [u8]) -> impl Iterator<Item = &mut [u8]> {
+    block.chunks_exact_mut(4)
 }
 
 /// The bit each word of the block gets for `hash` (from its low half).
@@ -170,8 +174,8 @@ mod tests {
         for h in keys(3, 1_000) {
             filter.insert(h);
         }
-        assert_eq!(Filter::from_bytes(&filter.to_bytes()), Some(filter));
-        assert_eq!(Filter::from_bytes(&[0; 33]), None);
-        assert_eq!(Filter::from_bytes(&[]), None);
+        assert_eq!(Filter::from_bytes(filter.as_bytes().to_vec()), Some(filter));
+        assert_eq!(Filter::from_bytes(vec![0; 33]), None);
+        assert_eq!(Filter::from_bytes(Vec::new()), None);
     }
 }

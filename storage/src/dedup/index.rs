@@ -115,7 +115,7 @@ impl WindowIndex {
                 entries: count,
                 created_max: head.last_created_at,
                 started_at: now,
-                filter: Some(&filter.to_bytes()),
+                filter: Some(filter.as_bytes()),
                 fences: Some(&run::encode_fences(&fences)),
             },
         )
@@ -144,7 +144,6 @@ async fn load_run(tx: &mut Conn<'_>, head: RunHead) -> Result<Run> {
         .ok_or_else(corrupt)?;
     let filter = body
         .filter
-        .as_deref()
         .and_then(Filter::from_bytes)
         .ok_or_else(corrupt)?;
     let fences = body

@@ -108,8 +108,8 @@ impl Engine {
         let epoch = sql::dedup::lock_epoch(&mut conn, partition_id).await?;
         let published = match epoch {
             Some(_) if sql::dedup::retire_runs(&mut conn, &retired).await? => {
-                let (f, g) = (filter.to_bytes(), run::encode_fences(&fences));
-                sql::dedup::publish_run(&mut conn, id, partition_id, entries, &f, &g).await?;
+                let (f, g) = (filter.as_bytes(), run::encode_fences(&fences));
+                sql::dedup::publish_run(&mut conn, id, partition_id, entries, f, &g).await?;
                 tx.commit().await?;
                 true
             }
