@@ -213,3 +213,15 @@ pub(crate) async fn deleting_a_queue_deletes_its_runs(db: &Db) {
         "a recreated queue starts empty"
     );
 }
+
+pub(crate) async fn a_starved_memory_budget_changes_no_answer(db: &Db) {
+    let engine = db.engine().await;
+    // Far less than the indexes need: filters are folded and indexes
+    // dropped and reloaded; every answer must stay the same.
+    engine.set_dedup_memory(64 << 10);
+    configure(&engine, "tight", 3600).await;
+    let stored = by_id(push_ids(&engine, "tight", 0..60_000).await, 0);
+    let fresh = check(&engine, "tight", &stored, 20_000_000, "starved").await;
+    upkeep(&engine).await;
+    check(&engine, "tight", &stored, fresh, "starved, merged").await;
+}

@@ -42,6 +42,7 @@ contract!(
     dedup::runs_past_the_window_expire_and_their_ids_are_new,
     dedup::a_sealed_id_is_found_by_message_lookup,
     dedup::deleting_a_queue_deletes_its_runs,
+    dedup::a_starved_memory_budget_changes_no_answer,
     offsets::kafka_commits_and_native_acks_move_one_position,
     offsets::groups_are_listed_and_their_offsets_deleted_per_partition,
     producers::sequences_dedup_retries_and_refuse_gaps,
