@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use storage::{Engine, PushOutcome, PushStatus, QueueOptions};
+use storage::{Engine, PushOutcome, PushStatus};
 
-use crate::push::json_item;
+use crate::push::{configure_window as configure, json_item};
 use crate::support::Db;
 
 /// Enough ids for several sealed runs (a run seals at 16,384) and a merge.
@@ -14,17 +14,6 @@ const IDS: usize = 100_000;
 
 /// Ids per push request.
 const PER_PUSH: usize = 2_000;
-
-async fn configure(engine: &Engine, queue: &str, window_seconds: i64) {
-    let options = QueueOptions {
-        dedup_window_seconds: window_seconds,
-        ..QueueOptions::default()
-    };
-    engine
-        .configure_queue(queue, &options)
-        .await
-        .expect("configure");
-}
 
 /// Pushes the ids `range` (as `id-<n>`) in requests of [`PER_PUSH`].
 async fn push_ids(engine: &Engine, queue: &str, range: std::ops::Range<usize>) -> Vec<PushOutcome> {

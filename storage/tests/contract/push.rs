@@ -38,7 +38,7 @@ pub(crate) async fn push_one(
     out.remove(0)
 }
 
-async fn configure_window(engine: &Engine, queue: &str, seconds: i64) {
+pub(crate) async fn configure_window(engine: &Engine, queue: &str, seconds: i64) {
     let options = QueueOptions {
         dedup_window_seconds: seconds,
         ..QueueOptions::default()

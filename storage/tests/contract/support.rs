@@ -51,43 +51,30 @@ impl Db {
     /// Runs raw SQL against the database, to simulate what other parts of
     /// the system (retention) do.
     pub(crate) async fn execute(&self, sql: &str) {
-        match self.db.backend() {
-            Backend::Sqlite => {
-                let mut conn = sqlx::SqliteConnection::connect(&self.url)
-                    .await
-                    .expect("raw connection");
-                sqlx::query(sql).execute(&mut conn).await.expect("raw sql");
-            }
-            Backend::Postgres => {
-                let mut conn = sqlx::PgConnection::connect(&self.url)
-                    .await
-                    .expect("raw connection");
-                sqlx::query(sql).execute(&mut conn).await.expect("raw sql");
-            }
-        }
+        self.raw(sql).await;
     }
 
     /// The single integer a raw SQL query answers (a count, say).
     pub(crate) async fn count(&self, sql: &str) -> i64 {
-        match self.db.backend() {
+        self.raw(sql).await.expect("the query answers a row")
+    }
+
+    /// Runs raw SQL; the first column of its first row, if it answers one.
+    async fn raw(&self, sql: &str) -> Option<i64> {
+        let answer = match self.db.backend() {
             Backend::Sqlite => {
-                let mut conn = sqlx::SqliteConnection::connect(&self.url)
-                    .await
-                    .expect("raw connection");
+                let mut conn = sqlx::SqliteConnection::connect(&self.url).await;
                 sqlx::query_scalar(sql)
-                    .fetch_one(&mut conn)
+                    .fetch_optional(conn.as_mut().expect("raw connection"))
                     .await
-                    .expect("raw sql")
             }
             Backend::Postgres => {
-                let mut conn = sqlx::PgConnection::connect(&self.url)
-                    .await
-                    .expect("raw connection");
+                let mut conn = sqlx::PgConnection::connect(&self.url).await;
                 sqlx::query_scalar(sql)
-                    .fetch_one(&mut conn)
+                    .fetch_optional(conn.as_mut().expect("raw connection"))
                     .await
-                    .expect("raw sql")
             }
-        }
+        };
+        answer.expect("raw sql")
     }
 }
