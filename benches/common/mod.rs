@@ -1,5 +1,5 @@
 //! What the bench binaries share: their flags, a fresh database per
-//! backend, and the broker's peak resident memory.
+//! backend, and the broker's resident memory (peak and current).
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -54,11 +54,23 @@ pub(crate) async fn fresh_db(backend: &str) -> TestDb {
 
 /// The peak resident memory (VmHWM) of process `pid`, in MiB.
 pub(crate) fn peak_rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmHWM:")
+}
+
+/// The current resident memory (VmRSS) of process `pid`, in MiB.
+#[allow(dead_code)] // only the long-running benches sample it as they go
+pub(crate) fn rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmRSS:")
+}
+
+/// A kB figure of `/proc/<pid>/status` (`field` with its colon), in MiB; 0
+/// when the process is gone.
+fn status_mib(pid: u32, field: &str) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse::<f64>().ok())
         })
