@@ -35,6 +35,7 @@ impl Flags {
     }
 
     /// The backends to run: `--backend sqlite|postgres`, or both.
+    #[allow(dead_code)] // the soak bench runs one backend, SQLite by default
     pub(crate) fn backends(&self) -> Vec<String> {
         match self.0.get("backend") {
             Some(b) => vec![b.clone()],
