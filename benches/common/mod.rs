@@ -1,5 +1,5 @@
 //! What the bench binaries share: their flags, a fresh database per
-//! backend, and the broker's peak resident memory.
+//! backend, and the broker's resident memory (peak and current).
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -35,6 +35,7 @@ impl Flags {
     }
 
     /// The backends to run: `--backend sqlite|postgres`, or both.
+    #[allow(dead_code)] // the soak bench runs one backend, SQLite by default
     pub(crate) fn backends(&self) -> Vec<String> {
         match self.0.get("backend") {
             Some(b) => vec![b.clone()],
@@ -54,11 +55,23 @@ pub(crate) async fn fresh_db(backend: &str) -> TestDb {
 
 /// The peak resident memory (VmHWM) of process `pid`, in MiB.
 pub(crate) fn peak_rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmHWM:")
+}
+
+/// The current resident memory (VmRSS) of process `pid`, in MiB.
+#[allow(dead_code)] // only the long-running benches sample it as they go
+pub(crate) fn rss_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmRSS:")
+}
+
+/// A kB figure of `/proc/<pid>/status` (`field` with its colon), in MiB; 0
+/// when the process is gone.
+fn status_mib(pid: u32, field: &str) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse::<f64>().ok())
         })
