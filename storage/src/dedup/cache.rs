@@ -25,11 +25,42 @@ struct Held {
     used: Instant,
 }
 
+/// A run a merge of this broker published, to be given to the partition's
+/// index in place of the merge's inputs, so that no broker reads back a
+/// filter it has just built.
+#[derive(Debug)]
+struct Merged {
+    /// The partition's epoch before the merge.
+    epoch: i64,
+    retired: Vec<i64>,
+    run: Run,
+}
+
+impl Merged {
+    /// Applies the merge if the index was current when it was published;
+    /// otherwise the index reloads its runs at its next append.
+    fn apply(self, index: &mut WindowIndex) {
+        if index.epoch == Some(self.epoch) {
+            index.runs.retain(|r| !self.retired.contains(&r.id));
+            index.runs.push(self.run);
+            index.runs.sort_unstable_by_key(|r| r.id);
+            index.epoch = Some(self.epoch + 1);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Slots {
+    held: HashMap<PartitionId, Held>,
+    /// Indexes out for an append, with what a merge published meanwhile.
+    out: HashMap<PartitionId, Option<Merged>>,
+}
+
 /// Window indexes kept between appends, bounded by a number of bytes.
 #[derive(Debug)]
 pub(crate) struct DedupCache {
     budget: AtomicUsize,
-    indexes: Mutex<HashMap<PartitionId, Held>>,
+    slots: Mutex<Slots>,
 }
 
 impl DedupCache {
@@ -37,20 +68,26 @@ impl DedupCache {
     pub(crate) fn new(budget: usize) -> Self {
         Self {
             budget: AtomicUsize::new(budget),
-            indexes: Mutex::new(HashMap::new()),
+            slots: Mutex::new(Slots::default()),
         }
     }
 
     /// Takes the partition's index out for an append (appends of one
     /// partition are serialised, so nobody else needs it meanwhile).
     pub(crate) fn take(&self, partition_id: PartitionId) -> Option<WindowIndex> {
-        self.lock().remove(&partition_id).map(|h| h.index)
+        let mut slots = self.lock();
+        slots.out.insert(partition_id, None);
+        slots.held.remove(&partition_id).map(|h| h.index)
     }
 
     /// Puts an index back after its append committed, and brings the cache
     /// back within budget (see the module doc).
-    pub(crate) fn put(&self, partition_id: PartitionId, index: WindowIndex) {
-        let mut indexes = self.lock();
+    pub(crate) fn put(&self, partition_id: PartitionId, mut index: WindowIndex) {
+        let mut slots = self.lock();
+        if let Some(merged) = slots.out.remove(&partition_id).flatten() {
+            merged.apply(&mut index);
+        }
+        let indexes = &mut slots.held;
         let now = Instant::now();
         indexes.insert(partition_id, Held { index, used: now });
         let budget = self.budget.load(Ordering::Relaxed);
@@ -89,36 +126,38 @@ impl DedupCache {
         self.budget.store(bytes, Ordering::Relaxed);
     }
 
-    /// Gives a held index the run a merge just published in place of its
-    /// inputs, if the index was current at `epoch` (the partition's epoch
-    /// before the merge); otherwise the index reloads at its next append.
-    pub(crate) fn replace_runs(
+    /// Gives the partition's index the run a merge just published in place
+    /// of the merge's inputs, `epoch` being the partition's before the merge:
+    /// at once if the index is held, when it is put back if it is out for
+    /// an append.
+    pub(crate) fn merged(
         &self,
         partition_id: PartitionId,
         epoch: i64,
-        retired: &[i64],
+        retired: Vec<i64>,
         run: Run,
     ) {
-        let mut indexes = self.lock();
-        if let Some(held) = indexes.get_mut(&partition_id) {
-            let index = &mut held.index;
-            if index.epoch == Some(epoch) {
-                index.runs.retain(|r| !retired.contains(&r.id));
-                index.runs.push(run);
-                index.runs.sort_unstable_by_key(|r| r.id);
-                index.epoch = Some(epoch + 1);
-            }
+        let merged = Merged {
+            epoch,
+            retired,
+            run,
+        };
+        let mut slots = self.lock();
+        if let Some(held) = slots.held.get_mut(&partition_id) {
+            merged.apply(&mut held.index);
+        } else if let Some(slot) = slots.out.get_mut(&partition_id) {
+            *slot = Some(merged);
         }
     }
 
     /// The bytes its indexes hold.
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> usize {
-        self.lock().values().map(|h| h.index.bytes()).sum()
+        self.lock().held.values().map(|h| h.index.bytes()).sum()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PartitionId, Held>> {
-        self.indexes.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

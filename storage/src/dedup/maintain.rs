@@ -128,9 +128,7 @@ impl Engine {
                 filter,
                 fences,
             };
-            self.inner
-                .dedup
-                .replace_runs(partition_id, epoch, &retired, run);
+            self.inner.dedup.merged(partition_id, epoch, retired, run);
         }
         Ok(published)
     }
@@ -150,20 +148,20 @@ async fn write_merged(
     let mut builder = RunBuilder::new(usize::try_from(capacity).unwrap_or(0));
     let mut pending: Vec<Page> = Vec::new();
     loop {
-        let mut best: Option<(usize, Entry)> = None;
-        for (i, cursor) in cursors.iter_mut().enumerate() {
-            if let Some(entry) = cursor.peek(store).await? {
-                if best.is_none_or(|(_, b)| entry < b) {
-                    best = Some((i, entry));
-                }
+        // Refill whichever input ran dry, then merge in memory until one
+        // does again: the awaits stay per page, not per entry.
+        for cursor in &mut cursors {
+            cursor.fill(store).await?;
+        }
+        cursors.retain(|c| !c.is_finished());
+        if cursors.is_empty() {
+            break;
+        }
+        while let Some(entry) = next_entry(&mut cursors) {
+            if entry.1 >= low {
+                pending.extend(builder.push(entry));
             }
         }
-        let Some((i, entry)) = best else { break };
-        cursors[i].advance();
-        if entry.1 < low {
-            continue;
-        }
-        pending.extend(builder.push(entry));
         if pending.len() >= WRITE_PAGES {
             flush(store, id, &mut pending).await?;
         }
@@ -203,7 +201,8 @@ impl Cursor {
         }
     }
 
-    async fn peek(&mut self, store: &Store) -> Result<Option<Entry>> {
+    /// Reads the next pages if nothing is buffered.
+    async fn fill(&mut self, store: &Store) -> Result<()> {
         if self.buffered.is_empty() && !self.done {
             let mut reader = store.read_conn().await?;
             let pages =
@@ -213,10 +212,27 @@ impl Cursor {
             self.next_page += pages.len() as i64;
             self.buffered.extend(pages.into_iter().flatten());
         }
-        Ok(self.buffered.front().copied())
+        Ok(())
     }
 
-    fn advance(&mut self) {
-        self.buffered.pop_front();
+    fn is_finished(&self) -> bool {
+        self.done && self.buffered.is_empty()
     }
+}
+
+/// Takes the smallest buffered entry, while every cursor still has one
+/// buffered (a cursor that ran dry may hold smaller ones in its next pages).
+fn next_entry(cursors: &mut [Cursor]) -> Option<Entry> {
+    let mut best: Option<(usize, Entry)> = None;
+    for (i, cursor) in cursors.iter().enumerate() {
+        match cursor.buffered.front() {
+            Some(&entry) if best.is_none_or(|(_, b)| entry < b) => best = Some((i, entry)),
+            Some(_) => {}
+            None if cursor.done => {}
+            None => return None,
+        }
+    }
+    let (i, entry) = best?;
+    cursors[i].buffered.pop_front();
+    Some(entry)
 }

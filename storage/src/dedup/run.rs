@@ -15,9 +15,17 @@ use super::{pack_i64s, unpack_i64s};
 /// Pairs per stored page (8 KiB).
 pub(crate) const PAGE_ENTRIES: usize = 512;
 
-/// Filter bits per id. About 0.5 % of absent ids get a "maybe" from each
-/// run, which costs one page read.
-pub(crate) const FILTER_BITS_PER_ID: usize = 12;
+/// Filter bits per id of a run of fewer than [`LARGE_RUN`] ids: about
+/// 0.1 % of absent ids get a "maybe" (one page read) from each such run.
+/// Small runs are many and cheap, so they get the sharper filters.
+const SMALL_RUN_BITS_PER_ID: usize = 16;
+
+/// Filter bits per id of a larger run: about 0.5 % "maybe"s. A window holds
+/// only a few large runs, and they are where the memory goes.
+const LARGE_RUN_BITS_PER_ID: usize = 12;
+
+/// Where a run counts as large.
+const LARGE_RUN: usize = 1 << 20;
 
 /// A transaction-id hash and the offset that carries it.
 pub(crate) type Entry = (i64, i64);
@@ -104,7 +112,14 @@ impl RunBuilder {
     /// A builder for a run of about `capacity` entries (sizes the filter).
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
-            filter: Filter::with_capacity(capacity, FILTER_BITS_PER_ID),
+            filter: Filter::with_capacity(
+                capacity,
+                if capacity < LARGE_RUN {
+                    SMALL_RUN_BITS_PER_ID
+                } else {
+                    LARGE_RUN_BITS_PER_ID
+                },
+            ),
             fences: Vec::new(),
             page: Vec::with_capacity(2 * PAGE_ENTRIES),
             entries: 0,
