@@ -1,6 +1,7 @@
 -- The sealed part of the dedup index (see storage/src/dedup/mod.rs): per
 -- partition, immutable runs of (hash, offset) pairs sorted by hash, stored
--- in pages, each with a Bloom filter and the first hash of every page.
+-- in pages, each with a Bloom filter (in chunks) and the first hash of every
+-- page.
 
 -- Transaction ids below dedup_sealed_to are in runs; those from it on are
 -- only in txn_hashes. dedup_epoch changes whenever the live runs change, so
@@ -16,7 +17,6 @@ CREATE TABLE dedup_runs (
     entries      BIGINT NOT NULL,
     created_max  BIGINT NOT NULL,   -- the newest creation time of its ids (ms)
     started_at   BIGINT NOT NULL,   -- when it was sealed or its merge began (ms)
-    filter       BYTEA,             -- the Bloom filter, once live
     fences       BYTEA              -- the first hash of each page, once live
 );
 CREATE INDEX dedup_runs_by_partition ON dedup_runs (partition_id, state, level);
@@ -28,6 +28,15 @@ CREATE TABLE dedup_pages (
     page_no BIGINT NOT NULL,
     entries BYTEA NOT NULL,         -- (hash, offset) pairs, 16 bytes each, little-endian
     PRIMARY KEY (run_id, page_no)
+);
+
+-- A run's Bloom filter in chunks of 256 KiB, so that neither writing nor
+-- reading a large one needs it twice in memory.
+CREATE TABLE dedup_filters (
+    run_id   BIGINT NOT NULL,
+    chunk_no BIGINT NOT NULL,
+    bytes    BYTEA NOT NULL,
+    PRIMARY KEY (run_id, chunk_no)
 );
 
 -- The sidecar is purged by age across partitions, in bounded steps.

@@ -2,10 +2,9 @@
 //! memory, and the filters and fences of its live runs, brought up to date
 //! with the database under the partition's append lock.
 
-use super::filter::Filter;
 use super::run::{self, Finished, Run, RunBuilder};
 use super::tail::Tail;
-use super::{unpack_i64s, RunState, SEAL_IDS};
+use super::{RunState, SEAL_IDS};
 use crate::append::PartitionHead;
 use crate::backend::Conn;
 use crate::error::{Result, StorageError};
@@ -115,13 +114,13 @@ impl WindowIndex {
                 entries: count,
                 created_max: head.last_created_at,
                 started_at: now,
-                filter: Some(filter.as_bytes()),
                 fences: Some(&run::encode_fences(&fences)),
             },
         )
         .await?
         .ok_or_else(|| StorageError::Corrupt("a sealed run was refused".into()))?;
         sql::dedup::insert_pages(tx, id, &pages).await?;
+        sql::dedup::insert_filter(tx, id, &filter).await?;
         sql::dedup::set_sealed(tx, head.id, head.next_offset).await?;
         self.runs.push(Run {
             id,
@@ -138,23 +137,10 @@ impl WindowIndex {
 
 /// Reads a live run's filter and fences.
 async fn load_run(tx: &mut Conn<'_>, head: RunHead) -> Result<Run> {
-    let corrupt = || StorageError::Corrupt(format!("dedup run {}", head.id));
-    let body = sql::dedup::run_body(tx, head.id)
-        .await?
-        .ok_or_else(corrupt)?;
-    let filter = body
-        .filter
-        .and_then(Filter::from_bytes)
-        .ok_or_else(corrupt)?;
-    let fences = body
-        .fences
-        .as_deref()
-        .and_then(unpack_i64s)
-        .ok_or_else(corrupt)?;
     Ok(Run {
         id: head.id,
         created_max: head.created_max,
-        filter,
-        fences,
+        filter: sql::dedup::load_filter(tx, head.id).await?,
+        fences: sql::dedup::run_fences(tx, head.id).await?,
     })
 }

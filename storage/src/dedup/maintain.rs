@@ -80,7 +80,6 @@ impl Engine {
             entries: inputs.iter().map(|r| r.entries).sum(),
             created_max: inputs.iter().map(|r| r.created_max).max().unwrap_or(0),
             started_at: now,
-            filter: None,
             fences: None,
         };
         let Some(id) = sql::dedup::insert_run(&mut conn, &output).await? else {
@@ -102,14 +101,17 @@ impl Engine {
                 return Err(e);
             }
         };
+        let mut tx = store.begin_write().await?;
+        sql::dedup::insert_filter(&mut tx.conn(), id, &filter).await?;
+        tx.commit().await?;
         let retired: Vec<i64> = inputs.iter().map(|r| r.id).collect();
         let mut tx = store.begin_write().await?;
         let mut conn = tx.conn();
         let epoch = sql::dedup::lock_epoch(&mut conn, partition_id).await?;
         let published = match epoch {
             Some(_) if sql::dedup::retire_runs(&mut conn, &retired).await? => {
-                let (f, g) = (filter.as_bytes(), run::encode_fences(&fences));
-                sql::dedup::publish_run(&mut conn, id, partition_id, entries, f, &g).await?;
+                let fences = run::encode_fences(&fences);
+                sql::dedup::publish_run(&mut conn, id, partition_id, entries, &fences).await?;
                 tx.commit().await?;
                 true
             }

@@ -4,6 +4,9 @@
 
 use crate::backend::{on_db, Conn};
 use crate::dedup::run::{self, Entry, Page};
+use futures_util::TryStreamExt;
+
+use crate::dedup::filter::Filter;
 use crate::dedup::{unpack_i64s, HashRow, RunState};
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
@@ -87,21 +90,53 @@ pub(crate) async fn live_runs(
     .await?))
 }
 
-/// A run's filter and fences, as stored.
-#[derive(sqlx::FromRow)]
-pub(crate) struct RunBody {
-    pub filter: Option<Vec<u8>>,
-    pub fences: Option<Vec<u8>>,
-}
-
-/// The filter and fences of run `id`.
-pub(crate) async fn run_body(conn: &mut Conn<'_>, id: i64) -> Result<Option<RunBody>> {
-    Ok(on_db!(conn, c => sqlx::query_as(
-        "SELECT filter, fences FROM dedup_runs WHERE id = $1",
+/// The fences of run `id`.
+pub(crate) async fn run_fences(conn: &mut Conn<'_>, id: i64) -> Result<Vec<i64>> {
+    let fences: Option<Vec<u8>> = on_db!(conn, c => sqlx::query_scalar(
+        "SELECT fences FROM dedup_runs WHERE id = $1",
     )
     .bind(id)
     .fetch_optional(&mut **c)
-    .await?))
+    .await?
+    .flatten());
+    fences
+        .as_deref()
+        .and_then(unpack_i64s)
+        .ok_or_else(|| StorageError::Corrupt(format!("dedup run {id} fences")))
+}
+
+/// Bytes per stored filter chunk.
+const FILTER_CHUNK: usize = 256 << 10;
+
+/// Stores run `id`'s filter, in chunks.
+pub(crate) async fn insert_filter(conn: &mut Conn<'_>, id: i64, filter: &Filter) -> Result<()> {
+    for (chunk_no, bytes) in filter.as_bytes().chunks(FILTER_CHUNK).enumerate() {
+        on_db!(conn, c => {
+            sqlx::query("INSERT INTO dedup_filters (run_id, chunk_no, bytes) VALUES ($1, $2, $3)")
+                .bind(id)
+                .bind(chunk_no as i64)
+                .bind(bytes)
+                .execute(&mut **c)
+                .await?;
+        });
+    }
+    Ok(())
+}
+
+/// Reads run `id`'s filter, a chunk at a time.
+pub(crate) async fn load_filter(conn: &mut Conn<'_>, id: i64) -> Result<Filter> {
+    let mut bytes = Vec::new();
+    on_db!(conn, c => {
+        let mut chunks = sqlx::query_scalar::<_, Vec<u8>>(
+            "SELECT bytes FROM dedup_filters WHERE run_id = $1 ORDER BY chunk_no",
+        )
+        .bind(id)
+        .fetch(&mut **c);
+        while let Some(chunk) = chunks.try_next().await? {
+            bytes.extend_from_slice(&chunk);
+        }
+    });
+    Filter::from_bytes(bytes).ok_or_else(|| StorageError::Corrupt(format!("dedup run {id} filter")))
 }
 
 /// One page of run `run_id`, decoded.
@@ -148,7 +183,6 @@ pub(crate) struct NewRun<'a> {
     pub entries: i64,
     pub created_max: i64,
     pub started_at: i64,
-    pub filter: Option<&'a [u8]>,
     pub fences: Option<&'a [u8]>,
 }
 
@@ -157,8 +191,8 @@ pub(crate) struct NewRun<'a> {
 pub(crate) async fn insert_run(conn: &mut Conn<'_>, run: &NewRun<'_>) -> Result<Option<i64>> {
     Ok(on_db!(conn, c => sqlx::query_scalar(
         "INSERT INTO dedup_runs \
-         (partition_id, level, state, entries, created_max, started_at, filter, fences) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING id",
+         (partition_id, level, state, entries, created_max, started_at, fences) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id",
     )
     .bind(run.partition_id)
     .bind(run.level)
@@ -166,7 +200,6 @@ pub(crate) async fn insert_run(conn: &mut Conn<'_>, run: &NewRun<'_>) -> Result<
     .bind(run.entries)
     .bind(run.created_max)
     .bind(run.started_at)
-    .bind(run.filter)
     .bind(run.fences)
     .fetch_optional(&mut **c)
     .await?))
@@ -251,23 +284,19 @@ pub(crate) async fn retire_runs(conn: &mut Conn<'_>, ids: &[i64]) -> Result<bool
     Ok(retired == ids.len() as u64)
 }
 
-/// Makes a merged run live with its filter and fences, and bumps its
-/// partition's epoch.
+/// Makes a merged run live with its fences (its filter is stored), and
+/// bumps its partition's epoch.
 pub(crate) async fn publish_run(
     conn: &mut Conn<'_>,
     id: i64,
     partition_id: PartitionId,
     entries: i64,
-    filter: &[u8],
     fences: &[u8],
 ) -> Result<()> {
     on_db!(conn, c => {
-        sqlx::query(
-            "UPDATE dedup_runs SET state = 1, entries = $2, filter = $3, fences = $4 WHERE id = $1",
-        )
+        sqlx::query("UPDATE dedup_runs SET state = 1, entries = $2, fences = $3 WHERE id = $1")
         .bind(id)
         .bind(entries)
-        .bind(filter)
         .bind(fences)
         .execute(&mut **c)
         .await?;
@@ -352,8 +381,8 @@ pub(crate) async fn abandon_runs(conn: &mut Conn<'_>, stale: i64) -> Result<u64>
     .rows_affected()))
 }
 
-/// Deletes up to `limit` pages of one dead run, or the run itself once it
-/// has none; returns how many rows went.
+/// Deletes up to `limit` pages of one dead run, then its filter chunks,
+/// then the run itself; returns how many rows went.
 pub(crate) async fn sweep_dead_run(conn: &mut Conn<'_>, limit: i64) -> Result<u64> {
     on_db!(conn, c => {
         let id: Option<i64> = sqlx::query_scalar("SELECT id FROM dedup_runs WHERE state = 2 LIMIT 1")
@@ -364,19 +393,27 @@ pub(crate) async fn sweep_dead_run(conn: &mut Conn<'_>, limit: i64) -> Result<u6
             .bind(id)
             .fetch_one(&mut **c)
             .await?;
-        Ok(match first {
-            Some(first) => sqlx::query("DELETE FROM dedup_pages WHERE run_id = $1 AND page_no < $2")
+        if let Some(first) = first {
+            return Ok(sqlx::query("DELETE FROM dedup_pages WHERE run_id = $1 AND page_no < $2")
                 .bind(id)
                 .bind(first + limit)
                 .execute(&mut **c)
                 .await?
-                .rows_affected(),
-            None => sqlx::query("DELETE FROM dedup_runs WHERE id = $1")
-                .bind(id)
-                .execute(&mut **c)
-                .await?
-                .rows_affected(),
-        })
+                .rows_affected());
+        }
+        let chunks = sqlx::query("DELETE FROM dedup_filters WHERE run_id = $1")
+            .bind(id)
+            .execute(&mut **c)
+            .await?
+            .rows_affected();
+        if chunks > 0 {
+            return Ok(chunks);
+        }
+        Ok(sqlx::query("DELETE FROM dedup_runs WHERE id = $1")
+            .bind(id)
+            .execute(&mut **c)
+            .await?
+            .rows_affected())
     })
 }
 
@@ -423,17 +460,7 @@ pub(crate) async fn candidates(
     };
     let mut out = Vec::new();
     for head in live_runs(conn, partition_id).await? {
-        let fences: Option<Vec<u8>> = on_db!(conn, c => sqlx::query_scalar(
-            "SELECT fences FROM dedup_runs WHERE id = $1",
-        )
-        .bind(head.id)
-        .fetch_optional(&mut **c)
-        .await?
-        .flatten());
-        let fences = fences
-            .as_deref()
-            .and_then(unpack_i64s)
-            .ok_or_else(|| StorageError::Corrupt(format!("dedup run {} fences", head.id)))?;
+        let fences = run_fences(conn, head.id).await?;
         for page_no in run::pages_for(&fences, hash) {
             out.extend(run::offsets_in(&page(conn, head.id, page_no).await?, hash));
         }
