@@ -104,6 +104,8 @@ struct Inner {
     consume: consume::ConsumeState,
     /// Partition ids by name and by Kafka index.
     partitions: partitions::PartitionCache,
+    /// Permits for the dedup merges this broker runs at once.
+    merging: Arc<tokio::sync::Semaphore>,
 }
 
 /// The items of one request that go to one partition.
@@ -140,6 +142,7 @@ impl Engine {
                 dedup: cache,
                 consume,
                 partitions: Default::default(),
+                merging: Arc::new(tokio::sync::Semaphore::new(dedup::maintain::MAX_MERGES)),
             }),
         })
     }

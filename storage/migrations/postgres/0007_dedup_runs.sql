@@ -20,8 +20,8 @@ CREATE TABLE dedup_runs (
     fences       BYTEA              -- the first hash of each page, once live
 );
 CREATE INDEX dedup_runs_by_partition ON dedup_runs (partition_id, state, level);
--- One merge at a time per partition, whichever broker runs it.
-CREATE UNIQUE INDEX dedup_runs_one_merge ON dedup_runs (partition_id) WHERE state = 0;
+-- One merge into each level of a partition at a time, whichever broker runs it.
+CREATE UNIQUE INDEX dedup_runs_one_merge ON dedup_runs (partition_id, level) WHERE state = 0;
 
 CREATE TABLE dedup_pages (
     run_id  BIGINT NOT NULL,

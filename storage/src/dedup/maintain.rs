@@ -28,6 +28,9 @@ const READ_PAGES: i64 = 16;
 /// Pages a merge writes per transaction: short, so appends keep the writer.
 const WRITE_PAGES: usize = 64;
 
+/// Merges one broker runs at once.
+pub(crate) const MAX_MERGES: usize = 2;
+
 /// A merge begun this long ago whose output is still building was left by
 /// a broker that stopped; its output is discarded.
 const ABANDONED_MS: i64 = 10 * 60 * 1000;
@@ -45,18 +48,35 @@ impl Engine {
         let swept = sql::dedup::sweep_dead_run(&mut conn, SWEEP_PAGES).await?;
         let purged =
             sql::dedup::purge_sidecar(&mut conn, now, SIDECAR_FLOOR_SECONDS, PURGE_ROWS).await?;
-        let candidate = sql::dedup::merge_candidate(&mut conn, MERGE_FANOUT).await?;
-        tx.commit().await?;
-        let merged = match candidate {
-            Some((partition_id, level)) => self.merge_runs(partition_id, level, now).await?,
-            None => false,
+        let merging = &self.inner.merging;
+        let candidate = match merging.available_permits() {
+            0 => None,
+            _ => sql::dedup::merge_candidate(&mut conn, MERGE_FANOUT).await?,
         };
+        tx.commit().await?;
+        // Merges run beside the upkeep, so that a long one (millions of ids)
+        // does not hold back the small ones that keep a partition's run
+        // count low meanwhile.
+        let started = match (candidate, merging.clone().try_acquire_owned()) {
+            (Some((partition_id, level)), Ok(permit)) => {
+                let engine = self.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = engine.merge_runs(partition_id, level, now).await {
+                        tracing::warn!(error = %e, %partition_id, level, "merging dedup runs failed");
+                    }
+                    drop(permit);
+                });
+                true
+            }
+            _ => false,
+        };
+        let under_way = merging.available_permits() < MAX_MERGES;
         // A sweep step that did anything may have left the rest of its run.
-        Ok(swept > 0 || purged >= PURGE_ROWS as u64 || merged)
+        Ok(swept > 0 || purged >= PURGE_ROWS as u64 || started || under_way)
     }
 
     /// Merges the partition's oldest [`MERGE_FANOUT`] runs of `level` into
-    /// one of the next level; false if another broker got there first.
+    /// one of the next level; false if another merge got there first.
     async fn merge_runs(&self, partition_id: PartitionId, level: i64, now: i64) -> Result<bool> {
         let store = &self.inner.store;
         let mut tx = store.begin_write().await?;

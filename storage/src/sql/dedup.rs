@@ -187,7 +187,7 @@ pub(crate) struct NewRun<'a> {
 }
 
 /// Inserts a run's catalog row; returns its id, or `None` when it is a
-/// merge and another merge of the partition is under way.
+/// merge and another merge into the same level of the partition is under way.
 pub(crate) async fn insert_run(conn: &mut Conn<'_>, run: &NewRun<'_>) -> Result<Option<i64>> {
     Ok(on_db!(conn, c => sqlx::query_scalar(
         "INSERT INTO dedup_runs \
@@ -319,15 +319,16 @@ pub(crate) async fn set_state(conn: &mut Conn<'_>, id: i64, state: RunState) -> 
     Ok(())
 }
 
-/// A partition and level with at least `fanout` live runs, where no merge
-/// is under way: the next merge to do.
+/// A partition and level with at least `fanout` live runs and no merge of
+/// that level under way: the next merge to do, lowest level first.
 pub(crate) async fn merge_candidate(
     conn: &mut Conn<'_>,
     fanout: i64,
 ) -> Result<Option<(PartitionId, i64)>> {
     Ok(on_db!(conn, c => sqlx::query_as(
-        "SELECT partition_id, level FROM dedup_runs WHERE state = 1 \
-         AND partition_id NOT IN (SELECT partition_id FROM dedup_runs WHERE state = 0) \
+        "SELECT partition_id, level FROM dedup_runs r WHERE state = 1 \
+         AND NOT EXISTS (SELECT 1 FROM dedup_runs b WHERE b.partition_id = r.partition_id \
+                         AND b.level = r.level + 1 AND b.state = 0) \
          GROUP BY partition_id, level HAVING count(*) >= $1 ORDER BY level LIMIT 1",
     )
     .bind(fanout)
