@@ -3,6 +3,8 @@
 //! runs, dropping runs past their window, deleting dead runs' pages and
 //! purging old sidecar rows.
 
+use std::time::Instant;
+
 use super::run::{self, Entry, Finished, Page, Run, RunBuilder};
 use super::{RunState, MERGE_FANOUT};
 use crate::backend::Store;
@@ -27,6 +29,12 @@ const READ_PAGES: i64 = 16;
 
 /// Pages a merge writes per transaction: short, so appends keep the writer.
 const WRITE_PAGES: usize = 64;
+
+/// Merges of at least this many ids pace themselves: after each write they
+/// rest as long as they worked, so a merge of millions of ids takes at most
+/// about half of a core and of the writer from the appends it runs beside
+/// (it takes twice as long; the smaller merges go on meanwhile).
+const PACED_MERGE: i64 = 1 << 22;
 
 /// Merges one broker runs at once.
 pub(crate) const MAX_MERGES: usize = 2;
@@ -169,6 +177,8 @@ async fn write_merged(
     let mut cursors: Vec<Cursor> = inputs.iter().map(|r| Cursor::new(r.id)).collect();
     let mut builder = RunBuilder::new(usize::try_from(capacity).unwrap_or(0));
     let mut pending: Vec<Page> = Vec::new();
+    let paced = capacity >= PACED_MERGE;
+    let mut round = Instant::now();
     loop {
         // Refill whichever input ran dry, then merge in memory until one
         // does again: the awaits stay per page, not per entry.
@@ -186,6 +196,10 @@ async fn write_merged(
         }
         if pending.len() >= WRITE_PAGES {
             flush(store, id, &mut pending).await?;
+            if paced {
+                tokio::time::sleep(round.elapsed()).await;
+                round = Instant::now();
+            }
         }
     }
     let mut finished = builder.finish();
