@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{fresh_db, peak_rss_mib, rss_mib, Flags};
+use common::{configure_queue, fresh_db, peak_rss_mib, rss_mib, Flags};
 use support::Broker;
 
 const QUEUE: &str = "dedup";
@@ -292,17 +292,7 @@ async fn scenario(backend: &str, partitions: usize, args: &Args) {
         "{backend:8} {partitions:2} partition{}",
         if partitions == 1 { "" } else { "s" }
     );
-    let configured = reqwest::Client::new()
-        .post(format!("{}/api/v1/configure", broker.http))
-        .json(&serde_json::json!({"queue": QUEUE, "options": {"dedupWindowSeconds": 3600}}))
-        .send()
-        .await
-        .expect("configure");
-    assert!(
-        configured.status().is_success(),
-        "configure failed: {}",
-        configured.text().await.unwrap_or_default()
-    );
+    configure_queue(&broker.http, QUEUE, 3600).await;
 
     let progress = Arc::new(Mutex::new(Progress {
         label: label.clone(),

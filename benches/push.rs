@@ -15,7 +15,7 @@ mod common;
 use std::time::Instant;
 
 use bytes::Bytes;
-use common::{fresh_db, peak_rss_mib, Flags};
+use common::{configure_queue, fresh_db, peak_rss_mib, Flags};
 use support::Broker;
 
 struct Args {
@@ -61,12 +61,7 @@ async fn scenario(backend: &str, window: i64, partitions: usize, args: &Args) {
     let broker = Broker::start(&db.url, &[]);
     let client = reqwest::Client::new();
     let queue = "bench";
-    client
-        .post(format!("{}/api/v1/configure", broker.http))
-        .json(&serde_json::json!({"queue": queue, "options": {"dedupWindowSeconds": window}}))
-        .send()
-        .await
-        .expect("configure");
+    configure_queue(&broker.http, queue, window).await;
 
     let per_request = 1000;
     let requests = args.messages.div_ceil(per_request);

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{fresh_db, peak_rss_mib, rss_mib, Flags};
+use common::{configure_queue, fresh_db, peak_rss_mib, rss_mib, Flags};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -301,17 +301,7 @@ async fn main() {
     let broker = Broker::start(&db.url, &[]);
     let pid = broker.child.id();
     create_topic(&broker.kafka, TOPIC, PARTITIONS).await;
-    let configured = reqwest::Client::new()
-        .post(format!("{}/api/v1/configure", broker.http))
-        .json(&serde_json::json!({"queue": QUEUE, "options": {"dedupWindowSeconds": 3600}}))
-        .send()
-        .await
-        .expect("configure");
-    assert!(
-        configured.status().is_success(),
-        "configure failed: {}",
-        configured.text().await.unwrap_or_default()
-    );
+    configure_queue(&broker.http, QUEUE, 3600).await;
 
     let counters = Arc::new(Counters::default());
     let stop_producing = Arc::new(AtomicBool::new(false));

@@ -1,5 +1,5 @@
 //! What the bench binaries share: their flags, a fresh database per
-//! backend, and the broker's resident memory (peak and current).
+//! backend, queue set-up, and the broker's resident memory (peak and current).
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -51,6 +51,25 @@ pub(crate) async fn fresh_db(backend: &str) -> TestDb {
     } else {
         TestDb::new(Backend::Sqlite).await
     }
+}
+
+/// Creates (or replaces) `queue` on the broker at `http` with a dedup
+/// window of `window_seconds`; panics with the broker's answer if refused.
+#[allow(dead_code)] // only the native-queue benches configure queues
+pub(crate) async fn configure_queue(http: &str, queue: &str, window_seconds: i64) {
+    let answer = reqwest::Client::new()
+        .post(format!("{http}/api/v1/configure"))
+        .json(
+            &serde_json::json!({"queue": queue, "options": {"dedupWindowSeconds": window_seconds}}),
+        )
+        .send()
+        .await
+        .expect("configure");
+    assert!(
+        answer.status().is_success(),
+        "configure failed: {}",
+        answer.text().await.unwrap_or_default()
+    );
 }
 
 /// The peak resident memory (VmHWM) of process `pid`, in MiB.
