@@ -18,6 +18,8 @@
 //! PostgreSQL, to 1 and to 16 partitions; `-- --backend sqlite`,
 //! `--partitions N`, `--messages N`, `--clients N`, `--every N` and
 //! `--lookups N` narrow it (`--messages 2000000` is a quick check).
+//! `--window 0` pushes the same load with dedup off, for comparison (and
+//! skips the lookups, which need a window).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -42,6 +44,7 @@ struct Args {
     every: usize,
     partitions: Vec<usize>,
     lookups: usize,
+    window: i64,
 }
 
 fn args() -> Args {
@@ -56,6 +59,7 @@ fn args() -> Args {
             n => vec![n],
         },
         lookups: flags.get("lookups", 1000).max(1),
+        window: flags.get("window", 3600),
     }
 }
 
@@ -292,7 +296,7 @@ async fn scenario(backend: &str, partitions: usize, args: &Args) {
         "{backend:8} {partitions:2} partition{}",
         if partitions == 1 { "" } else { "s" }
     );
-    configure_queue(&broker.http, QUEUE, 3600).await;
+    configure_queue(&broker.http, QUEUE, args.window).await;
 
     let progress = Arc::new(Mutex::new(Progress {
         label: label.clone(),
@@ -315,7 +319,11 @@ async fn scenario(backend: &str, partitions: usize, args: &Args) {
         "{label}: {done} messages in {elapsed:.1} s = {:.0} msg/s overall",
         done as f64 / elapsed
     );
-    lookups(&broker, &label, partitions, args).await;
+    if args.window > 0 {
+        lookups(&broker, &label, partitions, args).await;
+    } else {
+        println!("{label}: no lookups: the window is 0");
+    }
     println!(
         "{label} summary: first {} {first:.0} msg/s, last {} {last:.0} msg/s, last/first {:.2}, peak RSS {:.1} MiB",
         args.every.min(done),

@@ -124,6 +124,14 @@ pub(crate) async fn append(
         // not in the index, but duplicates all the same.
         let mut fresh: HashMap<String, (Uuid, i64)> = HashMap::new();
         let mut originals = Originals::default();
+        if let Some(index) = &index {
+            let hashes = jobs
+                .iter()
+                .filter(|j| j.partition_id == head.id)
+                .flat_map(|j| &j.records)
+                .map(|r| txn_hash(&r.transaction_id()));
+            originals.prefetch(tx, index, hashes).await?;
+        }
         // Kafka producers' state, read once per producer and kept current
         // across this group's jobs.
         let mut producers: HashMap<i64, Option<ProducerState>> = HashMap::new();
@@ -296,6 +304,29 @@ struct Originals {
 }
 
 impl Originals {
+    /// Reads, in one go, the run pages that the filters say may hold any
+    /// of `hashes`: one round trip per append rather than one per "maybe".
+    async fn prefetch(
+        &mut self,
+        tx: &mut Conn<'_>,
+        index: &WindowIndex,
+        hashes: impl Iterator<Item = i64>,
+    ) -> Result<()> {
+        let mut wanted: Vec<(i64, i64)> = Vec::new();
+        for hash in hashes {
+            for run in &index.runs {
+                wanted.extend(run.pages_for(hash).map(|page_no| (run.id, page_no)));
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        wanted.retain(|key| !self.pages.contains_key(key));
+        if !wanted.is_empty() {
+            self.pages.extend(tx.read_pages(&wanted).await?);
+        }
+        Ok(())
+    }
+
     /// The original (message id, offset) of `txn` in the partition's window
     /// starting at `since`: the lowest in-window candidate offset whose
     /// stored id is `txn`. When the segment is gone (retention) the hash

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use crate::append::{NewSegment, PartitionHead};
 use crate::consume::wake::Wake;
+use crate::dedup::run::{Entry, Page};
 use crate::dedup::HashRow;
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
@@ -265,6 +266,37 @@ impl Conn<'_> {
         match self {
             Self::Sqlite(c) => crate::sqlite::append::write(c, segments, hashes, heads).await,
             Self::Postgres(c) => crate::postgres::append::write(c, segments, hashes, heads).await,
+        }
+    }
+
+    /// Inserts pages of dedup run `run_id` in one statement (a few on
+    /// SQLite, for its parameter limit).
+    pub(crate) async fn write_pages(&mut self, run_id: i64, pages: &[Page]) -> Result<()> {
+        match self {
+            Self::Sqlite(c) => crate::sqlite::append::write_pages(c, run_id, pages).await,
+            Self::Postgres(c) => crate::postgres::append::write_pages(c, run_id, pages).await,
+        }
+    }
+
+    /// Reads pages of dedup runs by (run id, page number): one statement on
+    /// PostgreSQL, where each costs a round trip; one per page on SQLite,
+    /// where a statement costs no more than a lookup.
+    pub(crate) async fn read_pages(
+        &mut self,
+        keys: &[(i64, i64)],
+    ) -> Result<Vec<((i64, i64), Vec<Entry>)>> {
+        match self {
+            Self::Sqlite(_) => {
+                let mut pages = Vec::with_capacity(keys.len());
+                for &(run_id, page_no) in keys {
+                    pages.push((
+                        (run_id, page_no),
+                        crate::sql::dedup::page(self, run_id, page_no).await?,
+                    ));
+                }
+                Ok(pages)
+            }
+            Self::Postgres(c) => crate::postgres::append::read_pages(c, keys).await,
         }
     }
 

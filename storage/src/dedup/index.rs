@@ -119,7 +119,7 @@ impl WindowIndex {
         )
         .await?
         .ok_or_else(|| StorageError::Corrupt("a sealed run was refused".into()))?;
-        sql::dedup::insert_pages(tx, id, &pages).await?;
+        tx.write_pages(id, &pages).await?;
         sql::dedup::insert_filter(tx, id, &filter).await?;
         sql::dedup::set_sealed(tx, head.id, head.next_offset).await?;
         self.runs.push(Run {

@@ -213,7 +213,7 @@ async fn flush(store: &Store, id: i64, pending: &mut Vec<Page>) -> Result<()> {
         return Ok(());
     }
     let mut tx = store.begin_write().await?;
-    sql::dedup::insert_pages(&mut tx.conn(), id, pending).await?;
+    tx.conn().write_pages(id, pending).await?;
     tx.commit().await?;
     pending.clear();
     Ok(())

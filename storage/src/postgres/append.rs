@@ -4,8 +4,9 @@
 use sqlx::PgConnection;
 
 use crate::append::{NewSegment, PartitionHead};
+use crate::dedup::run::{self, Entry, Page};
 use crate::dedup::{pack_i64s, HashRow};
-use crate::error::Result;
+use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
 
 /// See [`crate::backend::Conn::lock_partitions`].
@@ -75,4 +76,51 @@ pub(crate) async fn write(
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// See [`crate::backend::Conn::write_pages`].
+pub(crate) async fn write_pages(
+    conn: &mut PgConnection,
+    run_id: i64,
+    pages: &[Page],
+) -> Result<()> {
+    let numbers: Vec<i64> = pages.iter().map(|(n, _)| *n).collect();
+    let entries: Vec<&[u8]> = pages.iter().map(|(_, b)| b.as_slice()).collect();
+    sqlx::query(
+        "INSERT INTO dedup_pages (run_id, page_no, entries) \
+         SELECT $1, n, e FROM UNNEST($2::bigint[], $3::bytea[]) AS p(n, e)",
+    )
+    .bind(run_id)
+    .bind(numbers)
+    .bind(entries)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// See [`crate::backend::Conn::read_pages`].
+pub(crate) async fn read_pages(
+    conn: &mut PgConnection,
+    keys: &[(i64, i64)],
+) -> Result<Vec<((i64, i64), Vec<Entry>)>> {
+    let runs: Vec<i64> = keys.iter().map(|k| k.0).collect();
+    let pages: Vec<i64> = keys.iter().map(|k| k.1).collect();
+    let rows: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT d.run_id, d.page_no, d.entries FROM dedup_pages d \
+         JOIN UNNEST($1::bigint[], $2::bigint[]) AS k(r, p) ON d.run_id = k.r AND d.page_no = k.p",
+    )
+    .bind(runs)
+    .bind(pages)
+    .fetch_all(conn)
+    .await?;
+    if rows.len() != keys.len() {
+        return Err(StorageError::Corrupt("a dedup run lacks a page".into()));
+    }
+    rows.into_iter()
+        .map(|(run_id, page_no, bytes)| {
+            let page = run::decode_page(&bytes)
+                .ok_or_else(|| StorageError::Corrupt("dedup page".into()))?;
+            Ok(((run_id, page_no), page))
+        })
+        .collect()
 }

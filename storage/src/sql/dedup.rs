@@ -3,7 +3,7 @@
 //! (`dedup_runs`, `dedup_pages`) with their life cycle.
 
 use crate::backend::{on_db, Conn};
-use crate::dedup::run::{self, Entry, Page};
+use crate::dedup::run::{self, Entry};
 use futures_util::TryStreamExt;
 
 use crate::dedup::filter::Filter;
@@ -203,22 +203,6 @@ pub(crate) async fn insert_run(conn: &mut Conn<'_>, run: &NewRun<'_>) -> Result<
     .bind(run.fences)
     .fetch_optional(&mut **c)
     .await?))
-}
-
-/// Stores pages of run `run_id`.
-pub(crate) async fn insert_pages(conn: &mut Conn<'_>, run_id: i64, pages: &[Page]) -> Result<()> {
-    for (page_no, bytes) in pages {
-        on_db!(conn, c => {sqlx::query(
-            "INSERT INTO dedup_pages (run_id, page_no, entries) VALUES ($1, $2, $3)",
-        )
-        .bind(run_id)
-        .bind(page_no)
-        .bind(bytes)
-        .execute(&mut **c)
-        .await?;
-        });
-    }
-    Ok(())
 }
 
 /// Records that ids below `sealed_to` are in runs, and that the runs changed.

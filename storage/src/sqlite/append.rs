@@ -3,6 +3,7 @@
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 
 use crate::append::{NewSegment, PartitionHead};
+use crate::dedup::run::Page;
 use crate::dedup::{pack_i64s, HashRow};
 use crate::error::Result;
 use crate::model::PartitionId;
@@ -74,6 +75,25 @@ pub(crate) async fn write(
             .bind(head.id)
             .execute(&mut *conn)
             .await?;
+    }
+    Ok(())
+}
+
+/// See [`crate::backend::Conn::write_pages`].
+pub(crate) async fn write_pages(
+    conn: &mut SqliteConnection,
+    run_id: i64,
+    pages: &[Page],
+) -> Result<()> {
+    for chunk in pages.chunks(MAX_PARAMS / 3) {
+        let mut q =
+            QueryBuilder::<Sqlite>::new("INSERT INTO dedup_pages (run_id, page_no, entries) ");
+        q.push_values(chunk, |mut row, (page_no, bytes)| {
+            row.push_bind(run_id)
+                .push_bind(*page_no)
+                .push_bind(bytes.as_slice());
+        });
+        q.build().execute(&mut *conn).await?;
     }
     Ok(())
 }
