@@ -124,7 +124,7 @@ pub(crate) async fn append(
         // not in the index, but duplicates all the same.
         let mut fresh: HashMap<String, (Uuid, i64)> = HashMap::new();
         let mut originals = Originals::default();
-        if let Some(index) = &index {
+        if let Some(index) = index.as_ref().filter(|i| !i.runs.is_empty()) {
             let hashes = jobs
                 .iter()
                 .filter(|j| j.partition_id == head.id)
