@@ -17,8 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::{fresh_db, peak_rss_mib, Flags};
-use serde::Deserialize;
+use common::{ack_completed, fresh_db, peak_rss_mib, Flags, Popped};
 use support::Broker;
 
 struct Args {
@@ -43,20 +42,6 @@ fn args() -> Args {
         consumers: flags.get("consumers", 8),
         partitions: flags.get("partitions", 16),
     }
-}
-
-/// Only what a consumer needs from a pop answer.
-#[derive(Deserialize)]
-struct Popped {
-    messages: Vec<PoppedMessage>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PoppedMessage {
-    transaction_id: String,
-    partition_id: String,
-    lease_id: String,
 }
 
 async fn preload(broker: &Broker, args: &Args) {
@@ -133,26 +118,7 @@ async fn scenario(backend: &str, batch: usize, args: &Args) {
                 }
                 empty = 0;
                 let popped: Popped = response.json().await.expect("pop JSON");
-                let acks: Vec<serde_json::Value> = popped
-                    .messages
-                    .iter()
-                    .map(|m| {
-                        serde_json::json!({
-                            "transactionId": m.transaction_id,
-                            "partitionId": m.partition_id,
-                            "leaseId": m.lease_id,
-                            "status": "completed",
-                        })
-                    })
-                    .collect();
-                let answer = client
-                    .post(&ack_url)
-                    .json(&serde_json::json!({ "acknowledgments": acks }))
-                    .send()
-                    .await
-                    .expect("ack");
-                assert_eq!(answer.status().as_u16(), 200, "ack failed");
-                answer.bytes().await.expect("ack answer");
+                ack_completed(&client, &ack_url, &popped.messages).await;
                 consumed.fetch_add(popped.messages.len(), Ordering::Relaxed);
             }
         });

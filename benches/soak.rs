@@ -28,13 +28,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{configure_queue, fresh_db, peak_rss_mib, rss_mib, Flags};
+use common::{ack_completed, configure_queue, fresh_db, peak_rss_mib, rss_mib, Flags, Popped};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::Offset;
-use serde::Deserialize;
 use support::kafka::create_topic;
 use support::Broker;
 
@@ -169,19 +168,6 @@ fn consume(kafka: &str, counters: Arc<Counters>, stop: Arc<AtomicBool>) -> i64 {
     lag
 }
 
-#[derive(Deserialize)]
-struct Popped {
-    messages: Vec<PoppedMessage>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PoppedMessage {
-    transaction_id: String,
-    partition_id: String,
-    lease_id: String,
-}
-
 fn txn_id(n: usize) -> String {
     format!("soak-{n:012}")
 }
@@ -241,29 +227,11 @@ async fn http_loop(base: String, counters: Arc<Counters>, stop: Arc<AtomicBool>)
             let text = response.text().await.expect("pop answer");
             assert_eq!(status, 200, "pop failed: {text}");
             let popped: Popped = serde_json::from_str(&text).expect("pop JSON");
-            let acks: Vec<serde_json::Value> = popped
-                .messages
-                .iter()
-                .map(|m| {
-                    assert_eq!(m.transaction_id, txn_id(next), "popped out of order");
-                    next += 1;
-                    serde_json::json!({
-                        "transactionId": m.transaction_id,
-                        "partitionId": m.partition_id,
-                        "leaseId": m.lease_id,
-                        "status": "completed",
-                    })
-                })
-                .collect();
-            let response = client
-                .post(&ack_url)
-                .json(&serde_json::json!({ "acknowledgments": acks }))
-                .send()
-                .await
-                .expect("ack");
-            let status = response.status().as_u16();
-            let answer: serde_json::Value = response.json().await.expect("ack answer");
-            assert_eq!(status, 200, "ack failed: {answer}");
+            for m in &popped.messages {
+                assert_eq!(m.transaction_id, txn_id(next), "popped out of order");
+                next += 1;
+            }
+            let answer = ack_completed(&client, &ack_url, &popped.messages).await;
             for a in answer.as_array().expect("ack answer array") {
                 assert_eq!(a["success"], true, "ack refused: {a}");
             }

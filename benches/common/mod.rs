@@ -1,8 +1,11 @@
 //! What the bench binaries share: their flags, a fresh database per
-//! backend, queue set-up, and the broker's resident memory (peak and current).
+//! backend, queue set-up, popping and acking, and the broker's resident
+//! memory (peak and current).
 
 use std::collections::HashMap;
 use std::str::FromStr;
+
+use serde::Deserialize;
 
 use test_support::{Backend, TestDb};
 
@@ -70,6 +73,54 @@ pub(crate) async fn configure_queue(http: &str, queue: &str, window_seconds: i64
         "configure failed: {}",
         answer.text().await.unwrap_or_default()
     );
+}
+
+/// Only what a consumer needs from a pop answer.
+#[allow(dead_code)] // only the consuming benches pop
+#[derive(Deserialize)]
+pub(crate) struct Popped {
+    pub messages: Vec<PoppedMessage>,
+}
+
+/// A popped message: what acking it takes.
+#[allow(dead_code)] // only the consuming benches pop
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PoppedMessage {
+    pub transaction_id: String,
+    pub partition_id: String,
+    pub lease_id: String,
+}
+
+/// Acks `messages` as completed in one batch request to `ack_url`; panics
+/// unless the broker answers 200. Returns the per-item answers.
+#[allow(dead_code)] // only the consuming benches ack
+pub(crate) async fn ack_completed(
+    client: &reqwest::Client,
+    ack_url: &str,
+    messages: &[PoppedMessage],
+) -> serde_json::Value {
+    let acks: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "transactionId": m.transaction_id,
+                "partitionId": m.partition_id,
+                "leaseId": m.lease_id,
+                "status": "completed",
+            })
+        })
+        .collect();
+    let response = client
+        .post(ack_url)
+        .json(&serde_json::json!({ "acknowledgments": acks }))
+        .send()
+        .await
+        .expect("ack");
+    let status = response.status().as_u16();
+    let answer: serde_json::Value = response.json().await.expect("ack answer");
+    assert_eq!(status, 200, "ack failed: {answer}");
+    answer
 }
 
 /// The peak resident memory (VmHWM) of process `pid`, in MiB.
