@@ -128,6 +128,9 @@ impl OptionsBody {
                 d.retention_sink_hold_max_seconds,
                 (60, 31_536_000),
             )?,
+            // Kafka topic configs are set over Kafka; configure carries
+            // the queue's existing ones over (see `configure`).
+            topic_configs: Default::default(),
         })
     }
 }

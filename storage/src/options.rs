@@ -2,6 +2,8 @@
 //! them from a request, with its validation, is the HTTP layer's
 //! (`src/http/options.rs`).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// Every option a queue carries. Field names are the wire names of the HTTP API.
@@ -50,6 +52,12 @@ pub struct QueueOptions {
     pub retention_sink_hold: String,
     /// Stored and echoed.
     pub retention_sink_hold_max_seconds: i64,
+    /// The Kafka topic configs set on this queue, exactly as given (name to
+    /// value); a config absent here has its default. `retention.ms` is kept
+    /// in step with `retentionSeconds`: its exact value counts only while it
+    /// rounds up to that option.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub topic_configs: BTreeMap<String, String>,
 }
 
 /// The dedup window of a queue that was not configured otherwise, in seconds.
@@ -79,6 +87,7 @@ impl Default for QueueOptions {
             dedup_window_seconds: DEFAULT_DEDUP_WINDOW_SECONDS,
             retention_sink_hold: String::new(),
             retention_sink_hold_max_seconds: 604_800,
+            topic_configs: BTreeMap::new(),
         }
     }
 }
