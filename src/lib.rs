@@ -97,6 +97,16 @@ pub async fn run(
             async move { engine.maintain_dedup().await }
         },
     ));
+    let retention_engine = engine.clone();
+    let retention = tokio::spawn(upkeep(
+        "retention",
+        RETENTION_INTERVAL,
+        stop.clone(),
+        move || {
+            let engine = retention_engine.clone();
+            async move { engine.enforce_retention().await }
+        },
+    ));
     let expiry = tokio::spawn(expire_producers(
         engine.clone(),
         config.producer_id_expiration_ms,
@@ -110,6 +120,7 @@ pub async fn run(
     kafka_task.await?;
     sweeper.await?;
     dedup.await?;
+    retention.await?;
     engine.close().await;
     Ok(())
 }
@@ -125,6 +136,11 @@ const KV_SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5)
 /// The pause between dedup upkeep steps once nothing is waiting: merges
 /// can wait a little, and runs past their window are never read anyway.
 const DEDUP_UPKEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The pause between retention checks once nothing is waiting: how late,
+/// at most, a message past its retention is deleted (Kafka checks every
+/// five minutes by default).
+const RETENTION_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Runs the bounded background `step` until `stop`: again after a short
 /// breath (that lets other writers in) while it reports more work waiting,

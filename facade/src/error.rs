@@ -14,6 +14,7 @@ pub(crate) fn storage_code(err: &StorageError) -> i16 {
         | StorageError::NameTooLong { .. }
         | StorageError::KvBadRequest { .. }
         | StorageError::KvValueTooLarge { .. } => ResponseError::InvalidRequest,
+        StorageError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
         StorageError::CommitFailed | StorageError::ShuttingDown => ResponseError::RequestTimedOut,
         StorageError::Producer(ProducerError::OutOfOrderSequence { .. }) => {
             ResponseError::OutOfOrderSequenceNumber

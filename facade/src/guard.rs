@@ -326,6 +326,22 @@ const OFFSET_DELETE: &[Field] = &[
     ),
 ];
 
+const DELETE_RECORDS: &[Field] = &[
+    Field(
+        Array(&[
+            Field(Str, 0, ALL), // name
+            Field(
+                Array(&[Field(I32, 0, ALL), Field(I64, 0, ALL)]), // partition_index, offset
+                0,
+                ALL,
+            ),
+        ]),
+        0,
+        ALL,
+    ),
+    Field(I32, 0, ALL), // timeout_ms
+];
+
 /// The schema of a request body and the first flexible version of its API.
 fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
     Some(match api {
@@ -353,6 +369,7 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::DescribeGroups => (DESCRIBE_GROUPS, 5),
         ApiKey::DeleteGroups => (DELETE_GROUPS, 2),
         ApiKey::OffsetDelete => (OFFSET_DELETE, ALL), // never flexible
+        ApiKey::DeleteRecords => (DELETE_RECORDS, 2),
         _ => return None,
     })
 }

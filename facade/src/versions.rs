@@ -32,6 +32,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DeleteRecords, 0, 2),
 ];
 
 /// The implemented range of `key`, if it is implemented at all.

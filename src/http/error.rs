@@ -65,6 +65,9 @@ impl ApiError {
                     (StatusCode::NOT_FOUND, "partition_not_found")
                 }
                 StorageError::Producer(_) => (StatusCode::CONFLICT, "producer_refused"),
+                StorageError::OffsetOutOfRange { .. } => {
+                    (StatusCode::BAD_REQUEST, "offset_out_of_range")
+                }
                 StorageError::CommitFailed | StorageError::ShuttingDown => {
                     (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
                 }

@@ -37,6 +37,16 @@ pub enum StorageError {
     /// The partition does not exist (any more).
     #[error("partition {0} does not exist")]
     PartitionNotFound(crate::model::PartitionId),
+    /// An offset outside the partition's stored range.
+    #[error("offset {offset} is outside the partition's range {log_start}..={next_offset}")]
+    OffsetOutOfRange {
+        /// The offset asked for.
+        offset: i64,
+        /// The partition's first stored offset.
+        log_start: i64,
+        /// The offset the next message gets.
+        next_offset: i64,
+    },
     /// A Kafka producer's batch or InitProducerId was refused.
     #[error("{0}")]
     Producer(#[from] crate::producers::ProducerError),

@@ -47,6 +47,7 @@ mod partitions;
 mod postgres;
 pub mod producers;
 pub mod record;
+mod retention;
 mod sql;
 mod sqlite;
 mod topics;
@@ -106,6 +107,8 @@ struct Inner {
     partitions: partitions::PartitionCache,
     /// Permits for the dedup merges this broker runs at once.
     merging: Arc<tokio::sync::Semaphore>,
+    /// This engine's name as the holder of a duty (`retention`).
+    instance: String,
 }
 
 /// The items of one request that go to one partition.
@@ -143,6 +146,7 @@ impl Engine {
                 consume,
                 partitions: Default::default(),
                 merging: Arc::new(tokio::sync::Semaphore::new(dedup::maintain::MAX_MERGES)),
+                instance: uuid::Uuid::new_v4().to_string(),
             }),
         })
     }

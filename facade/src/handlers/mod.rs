@@ -6,6 +6,7 @@ mod api_versions;
 mod create_partitions;
 mod create_topics;
 mod delete_groups;
+mod delete_records;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
@@ -193,6 +194,7 @@ pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<
         ListGroups => list_groups,
         DeleteGroups => delete_groups,
         OffsetDelete => offset_delete,
+        DeleteRecords => delete_records,
     )
 }
 

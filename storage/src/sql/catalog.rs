@@ -92,18 +92,20 @@ async fn insert_queue(
     let conflict = match on_conflict {
         OnConflict::Replace => {
             "DO UPDATE SET options = excluded.options, \
-             dedup_window_seconds = excluded.dedup_window_seconds"
+             dedup_window_seconds = excluded.dedup_window_seconds, \
+             sidecar_seconds = excluded.sidecar_seconds"
         }
         OnConflict::Keep => "DO NOTHING",
     };
     let sql = format!(
-        "INSERT INTO queues (name, options, dedup_window_seconds, created_at, topic_id) \
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) {conflict} RETURNING id"
+        "INSERT INTO queues (name, options, dedup_window_seconds, sidecar_seconds, created_at, \
+         topic_id) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) {conflict} RETURNING id"
     );
     Ok(on_db!(conn, c => sqlx::query_scalar(&sql)
         .bind(name)
         .bind(&json)
         .bind(options.dedup_window_seconds)
+        .bind(crate::retention::sidecar_seconds(options))
         .bind(now_ms)
         .bind(uuid::Uuid::new_v4().to_string())
         .fetch_optional(&mut **c)

@@ -403,7 +403,8 @@ pub(crate) async fn sweep_dead_run(conn: &mut Conn<'_>, limit: i64) -> Result<u6
 }
 
 /// Deletes up to `limit` sidecar rows older than their partition keeps
-/// them: `max(dedupWindowSeconds, floor_seconds)`; returns how many.
+/// them: `max(dedupWindowSeconds, completedRetentionSeconds,
+/// floor_seconds)`; returns how many.
 pub(crate) async fn purge_sidecar(
     conn: &mut Conn<'_>,
     now: i64,
@@ -415,7 +416,7 @@ pub(crate) async fn purge_sidecar(
            SELECT t.partition_id, t.base_offset FROM txn_hashes t \
            JOIN partitions p ON p.id = t.partition_id JOIN queues q ON q.id = p.queue_id \
            WHERE t.created_at < $1 - 1000 * $2 \
-             AND t.created_at < $1 - 1000 * q.dedup_window_seconds \
+             AND t.created_at < $1 - 1000 * q.sidecar_seconds \
            LIMIT $3)",
     )
     .bind(now)

@@ -6,7 +6,8 @@
 //! registry; [`offsets`]: committed positions as Kafka groups see them;
 //! [`producers`]: Kafka producer ids and state; [`kv`]: the key/value store;
 //! [`consume`]: pops and acks (leases, cursors); [`groups`]: consumer groups'
-//! positions, subscriptions and admin; [`dead_letters`]: the DLQ.
+//! positions, subscriptions and admin; [`dead_letters`]: the DLQ;
+//! [`retention`]: log-start movement, deleting segments, duty leases.
 
 pub(crate) mod brokers;
 pub(crate) mod catalog;
@@ -17,4 +18,5 @@ pub(crate) mod groups;
 pub(crate) mod kv;
 pub(crate) mod offsets;
 pub(crate) mod producers;
+pub(crate) mod retention;
 pub(crate) mod segments;

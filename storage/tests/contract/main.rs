@@ -10,6 +10,7 @@ mod postgres_only;
 mod producers;
 mod push;
 mod queues;
+mod retention;
 mod support;
 mod txn;
 
@@ -38,6 +39,13 @@ macro_rules! contract {
 }
 
 contract!(
+    retention::age_deletes_old_segments_and_readers_continue,
+    retention::size_keeps_the_newest_bytes,
+    retention::completed_retention_waits_for_every_group,
+    retention::eviction_needs_no_retention_switch,
+    retention::delete_records_moves_the_log_start,
+    retention::one_broker_at_a_time_does_the_work,
+    retention::the_sidecar_keeps_ids_for_completed_retention,
     dedup::duplicates_are_found_at_every_window_population,
     dedup::runs_past_the_window_expire_and_their_ids_are_new,
     dedup::a_sealed_id_is_found_by_message_lookup,

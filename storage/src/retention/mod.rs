@@ -1,0 +1,172 @@
+//! Retention: deleting what a partition no longer keeps, by moving its log
+//! start and then deleting the segments below it.
+//!
+//! A partition's log start is the first offset a reader may get. Everything
+//! reads from `max(position, log_start)` (Fetch answers
+//! `OFFSET_OUT_OF_RANGE` below it; pops and groups continue from it), so
+//! moving it is what deletes messages; removing the rows that lie wholly
+//! below it only gives their space back, and may lag behind.
+//!
+//! The log start moves for three reasons:
+//! - the queue's rules ([`RetentionPolicy`]): age (`retentionSeconds`,
+//!   `retention.ms`), eviction (`maxWaitTimeSeconds`), size
+//!   (`retention.bytes`) and consumption by every group
+//!   (`completedRetentionSeconds`), checked by [`Engine::enforce_retention`]
+//!   whole segments at a time;
+//! - Kafka's DeleteRecords ([`Engine::delete_records`]), to any offset;
+//! - nothing else: appends never move it.
+//!
+//! The work is done in bounded steps of short transactions, none under a
+//! partition's append lock. With several brokers on one PostgreSQL
+//! database, one broker at a time does it: the duty's lease (table
+//! `duties`) is renewed by every step, and taken over by another broker
+//! once its holder has stopped renewing it.
+//!
+//! Transaction ids outlive their messages: the dedup sidecar keeps them for
+//! `max(dedupWindowSeconds, completedRetentionSeconds, 900)` seconds
+//! ([`sidecar_seconds`]), and a duplicate of a message already deleted
+//! answers the zero message id with the original's offset.
+
+mod policy;
+
+pub(crate) use policy::{PartitionView, RetentionPolicy, SegmentHead};
+
+use crate::error::{Result, StorageError};
+use crate::model::{PartitionId, PartitionInfo};
+use crate::options::QueueOptions;
+use crate::sql;
+use crate::Engine;
+
+/// The duty's name in `duties`.
+const DUTY: &str = "retention";
+
+/// How long a broker holds the duty after its last step.
+const DUTY_LEASE_MS: i64 = 30_000;
+
+/// The oldest segments of a partition one step looks at.
+const HEADS: i64 = 1_000;
+
+/// Segments one step deletes (all partitions together).
+const SWEEP_SEGMENTS: i64 = 500;
+
+/// How long the sidecar keeps a queue's transaction ids, before its floor.
+pub(crate) fn sidecar_seconds(options: &QueueOptions) -> i64 {
+    options
+        .dedup_window_seconds
+        .max(options.completed_retention_seconds)
+}
+
+impl Engine {
+    /// One step of retention: moves the log start of every partition whose
+    /// rules delete its oldest segments, then deletes a bounded number of
+    /// segments below log starts. Returns whether more work is waiting (the
+    /// caller loops at once) or not (the caller pauses). A broker that does
+    /// not hold the duty does nothing.
+    pub async fn enforce_retention(&self) -> Result<bool> {
+        let now = self.inner.clock.now_ms();
+        let store = &self.inner.store;
+        let mut tx = store.begin_write().await?;
+        let held = sql::retention::hold_duty(
+            &mut tx.conn(),
+            DUTY,
+            &self.inner.instance,
+            now,
+            now + DUTY_LEASE_MS,
+        )
+        .await?;
+        tx.commit().await?;
+        if !held {
+            return Ok(false);
+        }
+        let mut more = false;
+        for queue in self.queues().await? {
+            let Some(policy) = RetentionPolicy::of(&queue.options) else {
+                continue;
+            };
+            for partition in &queue.partitions {
+                more |= self.apply(&policy, partition, now).await?;
+            }
+        }
+        let swept = self.sweep(SWEEP_SEGMENTS).await?;
+        Ok(more || swept >= SWEEP_SEGMENTS as u64)
+    }
+
+    /// Moves the partition's log start as far as `policy` allows within the
+    /// segments one step looks at; returns whether it may go further.
+    async fn apply(&self, policy: &RetentionPolicy, p: &PartitionInfo, now: i64) -> Result<bool> {
+        if p.log_start >= p.next_offset {
+            return Ok(false);
+        }
+        let store = &self.inner.store;
+        let heads = sql::retention::heads(store.reader(), p.id, p.log_start, HEADS).await?;
+        let bytes = match policy.needs_size() {
+            true => sql::retention::stored_bytes(store.reader(), p.id, p.log_start).await?,
+            false => 0,
+        };
+        let min_committed = match policy.needs_positions() {
+            true => sql::retention::min_committed(store.reader(), p.id).await?,
+            false => None,
+        };
+        let view = PartitionView {
+            log_start: p.log_start,
+            bytes,
+            min_committed,
+        };
+        let start = policy.new_log_start(&heads, view, now);
+        if start <= p.log_start {
+            return Ok(false);
+        }
+        let mut tx = store.begin_write().await?;
+        sql::retention::advance_log_start(&mut tx.conn(), p.id, start).await?;
+        tx.commit().await?;
+        let whole_page = heads.len() as i64 == HEADS;
+        Ok(whole_page
+            && heads
+                .last()
+                .is_some_and(|h| h.base_offset + h.record_count == start))
+    }
+
+    /// Deletes up to `limit` segments that lie wholly below their
+    /// partition's log start, in one transaction; returns how many.
+    async fn sweep(&self, limit: i64) -> Result<u64> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let mut conn = tx.conn();
+        let mut deleted = 0;
+        for (partition_id, log_start) in
+            sql::retention::partitions_to_sweep(&mut conn, limit).await?
+        {
+            let left = limit - deleted as i64;
+            if left <= 0 {
+                break;
+            }
+            deleted +=
+                sql::retention::delete_below(&mut conn, partition_id, log_start, left).await?;
+        }
+        tx.commit().await?;
+        Ok(deleted)
+    }
+
+    /// Kafka's DeleteRecords: moves the partition's log start up to
+    /// `offset` (`-1` for the high watermark) and answers the new log start.
+    /// An offset below the log start changes nothing; one past the high
+    /// watermark is refused. The segments below are deleted in the
+    /// background.
+    pub async fn delete_records(&self, partition_id: PartitionId, offset: i64) -> Result<i64> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let mut conn = tx.conn();
+        let (log_start, next_offset) = sql::retention::bounds(&mut conn, partition_id)
+            .await?
+            .ok_or(StorageError::PartitionNotFound(partition_id))?;
+        let target = if offset == -1 { next_offset } else { offset };
+        if !(0..=next_offset).contains(&target) {
+            return Err(StorageError::OffsetOutOfRange {
+                offset,
+                log_start,
+                next_offset,
+            });
+        }
+        sql::retention::advance_log_start(&mut conn, partition_id, target).await?;
+        tx.commit().await?;
+        Ok(log_start.max(target))
+    }
+}
