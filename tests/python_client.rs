@@ -90,4 +90,6 @@ scripts!(
     kafka_group_resumes_at_its_commit_and_is_administered => "kafka_group_resume.py",
     kafka_group_survivors_take_over_a_killed_members_partitions => "kafka_group_rebalance.py",
     transactions_and_once_perform_each_effect_once => "txn_once.py",
+    retention_deletes_old_messages_for_queen_mq => "native_retention.py",
+    kafka_python_follows_delete_records => "kafka_delete_records.py",
 );
