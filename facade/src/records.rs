@@ -293,7 +293,8 @@ pub const TRANSACTION_ID_HEADER: &str = "queen-transaction-id";
 /// The header that carries a native message's trace id.
 pub const TRACE_ID_HEADER: &str = "queen-trace-id";
 
-/// Writes `messages` (consecutive offsets) as one uncompressed magic-2 batch.
+/// Writes `messages` (ascending offsets; a compacted topic leaves gaps) as
+/// one uncompressed magic-2 batch.
 pub fn encode_batch(messages: &[StoredMessage], out: &mut BytesMut) {
     let Some(first) = messages.first() else {
         return;
@@ -346,7 +347,8 @@ pub fn encode_batch(messages: &[StoredMessage], out: &mut BytesMut) {
     out.put_u32(0); // CRC, filled below
     let crc_from = out.len();
     out.put_i16(0); // attributes: no compression, CreateTime
-    out.put_i32((messages.len() - 1) as i32);
+    let delta = |m: &StoredMessage| (m.offset - first.offset) as i32;
+    out.put_i32(messages.last().map_or(0, delta)); // last offset delta
     out.put_i64(base_timestamp);
     out.put_i64(max_timestamp);
     out.put_i64(-1); // producer id
@@ -354,11 +356,11 @@ pub fn encode_batch(messages: &[StoredMessage], out: &mut BytesMut) {
     out.put_i32(-1); // base sequence
     out.put_i32(messages.len() as i32);
     let mut record = BytesMut::new();
-    for (delta, o) in outgoing.iter().enumerate() {
+    for (m, o) in messages.iter().zip(&outgoing) {
         record.clear();
         record.put_i8(0);
         put_varlong(&mut record, o.timestamp - base_timestamp);
-        put_varlong(&mut record, delta as i64);
+        put_varlong(&mut record, i64::from(delta(m)));
         put_nullable(&mut record, o.key);
         put_nullable(&mut record, o.value);
         put_varlong(&mut record, o.headers.len() as i64);

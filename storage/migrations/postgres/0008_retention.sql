@@ -15,3 +15,7 @@ CREATE TABLE duties (
     holder     TEXT   NOT NULL,
     expires_at BIGINT NOT NULL
 );
+
+-- Compaction (cleanup.policy=compact): every offset below compacted_to has
+-- been through at least one cleaning; the records from it on are dirty.
+ALTER TABLE partitions ADD COLUMN compacted_to BIGINT NOT NULL DEFAULT 0;

@@ -27,8 +27,10 @@
 //! ([`sidecar_seconds`]), and a duplicate of a message already deleted
 //! answers the zero message id with the original's offset.
 
+mod compaction;
 mod policy;
 
+use compaction::CompactionPolicy;
 pub(crate) use policy::{PartitionView, RetentionPolicy, SegmentHead};
 
 use crate::error::{Result, StorageError};
@@ -48,6 +50,47 @@ const HEADS: i64 = 1_000;
 
 /// Segments one step deletes (all partitions together).
 const SWEEP_SEGMENTS: i64 = 500;
+
+/// What a queue's `cleanup.policy` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cleanup {
+    /// Old and surplus segments are deleted (`delete`, the default).
+    pub delete: bool,
+    /// Only the latest record of each key is kept (`compact`).
+    pub compact: bool,
+}
+
+/// The queue's `cleanup.policy`: `delete` when not set.
+pub(crate) fn cleanup_policy(options: &QueueOptions) -> Cleanup {
+    match options.topic_configs.get("cleanup.policy") {
+        None => Cleanup {
+            delete: true,
+            compact: false,
+        },
+        Some(list) => {
+            let has = |p: &str| list.split(',').any(|x| x.trim() == p);
+            Cleanup {
+                delete: has("delete"),
+                compact: has("compact"),
+            }
+        }
+    }
+}
+
+/// The queue's compaction settings, when its policy compacts.
+fn compaction_policy(options: &QueueOptions) -> Option<CompactionPolicy> {
+    let ms = |name: &str, default: i64| {
+        options
+            .topic_configs
+            .get(name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    cleanup_policy(options).compact.then(|| CompactionPolicy {
+        min_lag_ms: ms("min.compaction.lag.ms", 0),
+        delete_retention_ms: ms("delete.retention.ms", 86_400_000),
+    })
+}
 
 /// How long the sidecar keeps a queue's transaction ids, before its floor.
 pub(crate) fn sidecar_seconds(options: &QueueOptions) -> i64 {
@@ -80,11 +123,15 @@ impl Engine {
         }
         let mut more = false;
         for queue in self.queues().await? {
-            let Some(policy) = RetentionPolicy::of(&queue.options) else {
-                continue;
-            };
+            let retention = RetentionPolicy::of(&queue.options);
+            let compaction = compaction_policy(&queue.options);
             for partition in &queue.partitions {
-                more |= self.apply(&policy, partition, now).await?;
+                if let Some(policy) = &retention {
+                    more |= self.apply(policy, partition, now).await?;
+                }
+                if let Some(policy) = compaction {
+                    self.compact(policy, partition, now).await?;
+                }
             }
         }
         let swept = self.sweep(SWEEP_SEGMENTS).await?;

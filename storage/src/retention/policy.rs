@@ -2,6 +2,7 @@
 //! start may move under them: a pure function of the partition's oldest
 //! segments, so the rules are testable without a database.
 
+use super::cleanup_policy;
 use crate::options::QueueOptions;
 
 /// The deletion rules in force for a queue. Every rule deletes a prefix of
@@ -50,7 +51,8 @@ impl RetentionPolicy {
     pub(crate) fn of(options: &QueueOptions) -> Option<Self> {
         let seconds = |s: i64| (s > 0).then(|| s.saturating_mul(1000));
         let enabled = |rule: Option<i64>| rule.filter(|_| options.retention_enabled);
-        let age = enabled(seconds(options.retention_seconds));
+        let deletes = cleanup_policy(options).delete;
+        let age = enabled(seconds(options.retention_seconds)).filter(|_| deletes);
         let evict = seconds(options.max_wait_time_seconds);
         let policy = Self {
             max_age_ms: match (age, evict) {
@@ -61,7 +63,7 @@ impl RetentionPolicy {
                 .topic_configs
                 .get("retention.bytes")
                 .and_then(|v| v.parse().ok())
-                .filter(|&b: &i64| b >= 0),
+                .filter(|&b: &i64| b >= 0 && deletes),
             completed_age_ms: enabled(seconds(options.completed_retention_seconds)),
         };
         (policy != Self::default()).then_some(policy)

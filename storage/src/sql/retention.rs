@@ -151,3 +151,66 @@ pub(crate) async fn hold_duty(
     .rows_affected());
     Ok(taken == 1)
 }
+
+/// The offset below which the partition has been cleaned (compaction).
+pub(crate) async fn compacted_to(db: Reader<'_>, partition_id: PartitionId) -> Result<i64> {
+    let to: Option<i64> = on_db!(db, pool => sqlx::query_scalar(
+        "SELECT compacted_to FROM partitions WHERE id = $1",
+    )
+    .bind(partition_id)
+    .fetch_optional(pool)
+    .await?);
+    Ok(to.unwrap_or(0))
+}
+
+/// Records that the partition is clean below `offset`.
+pub(crate) async fn set_compacted_to(
+    conn: &mut Conn<'_>,
+    partition_id: PartitionId,
+    offset: i64,
+) -> Result<()> {
+    on_db!(conn, c => sqlx::query("UPDATE partitions SET compacted_to = $2 WHERE id = $1")
+        .bind(partition_id)
+        .bind(offset)
+        .execute(&mut **c)
+        .await
+        .map(|_| ())?);
+    Ok(())
+}
+
+/// How many records the partition stores in the segments that start in
+/// `from..to`.
+pub(crate) async fn stored_records(
+    db: Reader<'_>,
+    partition_id: PartitionId,
+    from: i64,
+    to: i64,
+) -> Result<i64> {
+    let n: Option<i64> = on_db!(db, pool => sqlx::query_scalar(
+        "SELECT CAST(SUM(record_count) AS BIGINT) FROM segments \
+         WHERE partition_id = $1 AND base_offset >= $2 AND base_offset < $3",
+    )
+    .bind(partition_id)
+    .bind(from)
+    .bind(to)
+    .fetch_one(pool)
+    .await?);
+    Ok(n.unwrap_or(0))
+}
+
+/// Deletes the one segment row at `base_offset`.
+pub(crate) async fn delete_segment(
+    conn: &mut Conn<'_>,
+    partition_id: PartitionId,
+    base_offset: i64,
+) -> Result<()> {
+    on_db!(conn, c => sqlx::query(
+        "DELETE FROM segments WHERE partition_id = $1 AND base_offset = $2",
+    )
+    .bind(partition_id)
+    .bind(base_offset)
+    .execute(&mut **c)
+    .await
+    .map(|_| ())?);
+    Ok(())
+}

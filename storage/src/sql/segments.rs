@@ -63,24 +63,27 @@ pub(crate) async fn scan(
          (SELECT MAX(base_offset) FROM segments WHERE partition_id = $1 AND base_offset <= $2), 0) \
          ORDER BY base_offset LIMIT $3"
     );
+    // A page goes on from the end of the last segment read, not from its
+    // base: compaction may have replaced that segment with smaller ones
+    // meanwhile, and those must not be read a second time.
     let next = format!(
-        "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 AND base_offset > $2 \
+        "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 AND base_offset >= $2 \
          ORDER BY base_offset LIMIT $3"
     );
     let mut page: i64 = 1;
-    let mut after: Option<i64> = None;
+    let mut resume_at: Option<i64> = None;
     loop {
-        let sql = if after.is_some() { &next } else { &first };
+        let sql = if resume_at.is_some() { &next } else { &first };
         let (rows, stopped) = on_db!(conn, c => {
             let mut stream = sqlx::query_as::<_, SegmentRow>(sql)
                 .bind(partition_id)
-                .bind(after.unwrap_or(from))
+                .bind(resume_at.unwrap_or(from))
                 .bind(page)
                 .fetch(&mut **c);
             let (mut rows, mut stopped) = (0, false);
             while let Some(segment) = stream.try_next().await? {
                 rows += 1;
-                after = Some(segment.base_offset);
+                resume_at = Some(segment.end());
                 if segment.end() > from && visit(segment)?.is_break() {
                     stopped = true;
                     break;

@@ -5,7 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use storage::{AckStatus, Engine, PartitionInfo, PushStatus, QueueOptions, StorageError};
+use bytes::Bytes;
+use storage::{
+    AckStatus, Content, Engine, KafkaRecord, PartitionId, PartitionInfo, PushStatus, QueueOptions,
+    Record, StorageError,
+};
 
 use crate::consume::{ack, acks, pop, push_n, txns};
 use crate::push::json_item;
@@ -273,4 +277,133 @@ pub(crate) async fn the_sidecar_keeps_ids_for_completed_retention(db: &Db) {
     db.clock.advance_ms(1_000_001);
     while engine.maintain_dedup().await.expect("upkeep") {}
     assert_eq!(db.count(sidecar).await, 0, "past completed retention");
+}
+
+fn keyed(key: Option<&str>, value: Option<&str>) -> Record {
+    Record {
+        message_id: storage::new_message_id(),
+        transaction_id: None,
+        trace_id: None,
+        content: Content::Kafka(KafkaRecord {
+            key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
+            value: value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
+            headers: Vec::new(),
+            timestamp_ms: 1,
+        }),
+    }
+}
+
+/// The (offset, value) of every record the partition still holds from `from`.
+async fn values(engine: &Engine, id: PartitionId, from: i64) -> Vec<(i64, Option<String>)> {
+    engine
+        .read_partition(id, from, usize::MAX, usize::MAX)
+        .await
+        .expect("read")
+        .into_iter()
+        .map(|m| match m.record.content {
+            Content::Kafka(k) => (
+                m.offset,
+                k.value.map(|v| String::from_utf8_lossy(&v).into_owned()),
+            ),
+            Content::Json(j) => (m.offset, Some(j)),
+        })
+        .collect()
+}
+
+async fn compacted_topic(engine: &Engine, name: &str, configs: &[(&str, &str)]) -> PartitionId {
+    let mut options = QueueOptions::for_kafka_topic();
+    options.topic_configs = configs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    engine
+        .create_topic(name, 1, &options)
+        .await
+        .expect("create");
+    partition(engine, name, "0").await.id
+}
+
+pub(crate) async fn compaction_keeps_the_latest_record_per_key(db: &Db) {
+    let engine = db.engine().await;
+    let configs = [
+        ("cleanup.policy", "compact"),
+        ("delete.retention.ms", "1000"),
+    ];
+    let id = compacted_topic(&engine, "c", &configs).await;
+    let append = |records: Vec<Record>| {
+        let engine = engine.clone();
+        async move {
+            engine
+                .append_records("c", id, records)
+                .await
+                .expect("append")
+        }
+    };
+    append(vec![
+        keyed(Some("k1"), Some("a")),
+        keyed(Some("k2"), Some("b")),
+        keyed(Some("k1"), Some("c")),
+    ])
+    .await;
+    append(vec![keyed(Some("k3"), Some("d")), keyed(Some("k2"), None)]).await;
+    append(vec![keyed(Some("k1"), Some("e")), keyed(None, Some("f"))]).await;
+    retain(&engine).await;
+    let s = |v: &str| Some(v.to_owned());
+    let expected = vec![(3, s("d")), (4, None), (5, s("e")), (6, s("f"))];
+    assert_eq!(
+        values(&engine, id, 0).await,
+        expected,
+        "latest per key, tombstone kept"
+    );
+    assert_eq!(
+        values(&engine, id, 1).await,
+        expected,
+        "a read from a gap goes on"
+    );
+    let bounds = engine.log_bounds(id).await.expect("bounds");
+    assert_eq!(
+        (bounds.log_start, bounds.next_offset),
+        (0, 7),
+        "offsets never move"
+    );
+
+    // Little new: the clean part is larger than the dirty one; not yet.
+    db.clock.advance_ms(2_000);
+    append(vec![keyed(Some("k3"), Some("g"))]).await;
+    retain(&engine).await;
+    assert_eq!(values(&engine, id, 0).await.len(), 5);
+    // Enough new: cleaned again; the old tombstone goes too.
+    append(
+        (0..4)
+            .map(|i| keyed(Some("k3"), Some(&format!("h{i}"))))
+            .collect(),
+    )
+    .await;
+    retain(&engine).await;
+    assert_eq!(
+        values(&engine, id, 0).await,
+        vec![(5, s("e")), (6, s("f")), (11, s("h3"))]
+    );
+}
+
+pub(crate) async fn compaction_waits_for_the_lag(db: &Db) {
+    let engine = db.engine().await;
+    let configs = [
+        ("cleanup.policy", "compact,delete"),
+        ("min.compaction.lag.ms", "60000"),
+    ];
+    let id = compacted_topic(&engine, "lagged", &configs).await;
+    let records = vec![keyed(Some("k"), Some("1")), keyed(Some("k"), Some("2"))];
+    engine
+        .append_records("lagged", id, records)
+        .await
+        .expect("append");
+    retain(&engine).await;
+    assert_eq!(values(&engine, id, 0).await.len(), 2, "too young to clean");
+    db.clock.advance_ms(60_001);
+    retain(&engine).await;
+    assert_eq!(
+        values(&engine, id, 0).await,
+        vec![(1, Some("2".to_owned()))]
+    );
 }

@@ -1,0 +1,246 @@
+//! Compaction (`cleanup.policy=compact`): a partition keeps the latest
+//! record of each key; the others are deleted and their offsets become
+//! gaps, as in Kafka.
+//!
+//! A segment row holds consecutive offsets, so a segment that loses records
+//! is replaced by one row per run of survivors: offsets never change and a
+//! reader sees the gaps between rows (readers resume after the end of the
+//! last row they read, so a row replaced under them is not read twice).
+//!
+//! A cleaning of a partition, like Kafka's cleaner:
+//! 1. the dirty part is `[compacted_to, limit)`, where `limit` ends the
+//!    oldest segments stored at least `min.compaction.lag.ms` ago; a cleaning
+//!    starts only when it is at least as long as the clean part before it
+//!    (Kafka's `min.cleanable.dirty.ratio` of 0.5);
+//! 2. the latest offset of every key in the dirty part is mapped (up to
+//!    [`MAP_BYTES`] of keys: a larger dirty part is cleaned in pieces);
+//! 3. every segment of `[log_start, limit)` loses the records whose key has
+//!    a later offset in the map, and the tombstones (null values) that were
+//!    already cleaned once and are older than `delete.retention.ms`; each
+//!    segment is rewritten in its own short transaction;
+//! 4. `compacted_to` moves to `limit`.
+//!
+//! Records without a key (native messages) are never removed by it.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use bytes::Bytes;
+
+use crate::append::NewSegment;
+use crate::error::Result;
+use crate::model::{PartitionId, PartitionInfo};
+use crate::record::{encode_segment, Content, Record};
+use crate::sql;
+use crate::Engine;
+
+/// The memory the key map of one cleaning may take (keys and their
+/// bookkeeping); a dirty part with more keys is cleaned in several pieces.
+const MAP_BYTES: usize = 32 << 20;
+
+/// What a map entry costs besides its key's bytes.
+const ENTRY_OVERHEAD: usize = 64;
+
+/// The compaction settings of a queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CompactionPolicy {
+    /// Records stored more recently than this (ms) are not cleaned yet.
+    pub min_lag_ms: i64,
+    /// How long a tombstone stays after its first cleaning (ms).
+    pub delete_retention_ms: i64,
+}
+
+impl Engine {
+    /// Cleans the partition if its dirty part has grown enough; returns
+    /// whether it did.
+    pub(super) async fn compact(
+        &self,
+        policy: CompactionPolicy,
+        p: &PartitionInfo,
+        now: i64,
+    ) -> Result<bool> {
+        let store = &self.inner.store;
+        let compacted_to = sql::retention::compacted_to(store.reader(), p.id).await?;
+        let dirty_from = compacted_to.max(p.log_start);
+        let lag_limit = now.saturating_sub(policy.min_lag_ms);
+        let Some((map, limit)) = self.key_map(p.id, dirty_from, lag_limit).await? else {
+            return Ok(false);
+        };
+        let clean =
+            sql::retention::stored_records(store.reader(), p.id, p.log_start, dirty_from).await?;
+        if limit - dirty_from < clean {
+            return Ok(false);
+        }
+        let tombstones_before = now.saturating_sub(policy.delete_retention_ms);
+        let mut bases = Vec::new();
+        let mut reader = store.read_conn().await?;
+        sql::segments::scan(&mut reader.conn(), p.id, p.log_start, |segment| {
+            if segment.base_offset >= limit {
+                return Ok(ControlFlow::Break(()));
+            }
+            bases.push(segment.base_offset);
+            Ok(ControlFlow::Continue(()))
+        })
+        .await?;
+        drop(reader);
+        for base in bases {
+            self.clean_segment(p.id, base, |offset, record, created_at| {
+                let Content::Kafka(k) = &record.content else {
+                    return true;
+                };
+                let Some(key) = &k.key else { return true };
+                if map.get(key).is_some_and(|&latest| latest > offset) {
+                    return false;
+                }
+                let old_tombstone =
+                    k.value.is_none() && offset < compacted_to && created_at < tombstones_before;
+                !old_tombstone
+            })
+            .await?;
+        }
+        let mut tx = store.begin_write().await?;
+        sql::retention::set_compacted_to(&mut tx.conn(), p.id, limit).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// The latest offset of each key in the dirty part from `from`, over
+    /// the segments stored before `lag_limit`, and where the mapped part
+    /// ends; `None` when nothing is dirty.
+    async fn key_map(
+        &self,
+        partition_id: PartitionId,
+        from: i64,
+        lag_limit: i64,
+    ) -> Result<Option<(HashMap<Bytes, i64>, i64)>> {
+        let mut map: HashMap<Bytes, i64> = HashMap::new();
+        let mut bytes = 0;
+        let mut limit = from;
+        let mut reader = self.inner.store.read_conn().await?;
+        sql::segments::scan(&mut reader.conn(), partition_id, from, |segment| {
+            if segment.created_at > lag_limit || bytes >= MAP_BYTES {
+                return Ok(ControlFlow::Break(()));
+            }
+            let base = segment.base_offset;
+            let end = segment.end();
+            for (i, record) in segment.decode()?.into_iter().enumerate() {
+                let offset = base + i as i64;
+                if offset < from {
+                    continue;
+                }
+                if let Content::Kafka(k) = record.content {
+                    if let Some(key) = k.key {
+                        // A copy: the key must not keep its segment in memory.
+                        let key = Bytes::copy_from_slice(&key);
+                        let len = key.len();
+                        if map.insert(key, offset).is_none() {
+                            bytes += len + ENTRY_OVERHEAD;
+                        }
+                    }
+                }
+            }
+            limit = end;
+            Ok(ControlFlow::Continue(()))
+        })
+        .await?;
+        Ok((limit > from).then_some((map, limit)))
+    }
+
+    /// Rewrites the segment at `base` with only the records `keep` accepts
+    /// (given their offset, record and the segment's creation time), as one
+    /// row per run of consecutive survivors, in one transaction. Nothing is
+    /// written when every record stays.
+    async fn clean_segment(
+        &self,
+        partition_id: PartitionId,
+        base: i64,
+        keep: impl Fn(i64, &Record, i64) -> bool,
+    ) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let mut conn = tx.conn();
+        // Read again under the write lock: DeleteRecords may have swept it.
+        let Some(segment) = sql::segments::at(&mut conn, partition_id, base).await? else {
+            return Ok(());
+        };
+        if segment.base_offset != base {
+            return Ok(());
+        }
+        let created_at = segment.created_at;
+        let records = segment.decode()?;
+        let survivors: Vec<(i64, &Record)> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (base + i as i64, r))
+            .filter(|&(offset, r)| keep(offset, r, created_at))
+            .collect();
+        if survivors.len() == records.len() {
+            return Ok(());
+        }
+        let runs = runs_of_consecutive(&survivors)
+            .into_iter()
+            .map(|run| new_segment(partition_id, created_at, run))
+            .collect::<Vec<_>>();
+        sql::retention::delete_segment(&mut conn, partition_id, base).await?;
+        conn.write_appends(&runs, &[], &[]).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+/// Splits offset-ordered survivors into runs of consecutive offsets.
+fn runs_of_consecutive<'a>(survivors: &[(i64, &'a Record)]) -> Vec<Vec<(i64, &'a Record)>> {
+    let mut runs: Vec<Vec<(i64, &Record)>> = Vec::new();
+    for &(offset, record) in survivors {
+        match runs.last_mut() {
+            Some(run) if run.last().is_some_and(|&(o, _)| o + 1 == offset) => {
+                run.push((offset, record));
+            }
+            _ => runs.push(vec![(offset, record)]),
+        }
+    }
+    runs
+}
+
+/// A segment row for one run of consecutive records.
+fn new_segment(partition_id: PartitionId, created_at: i64, run: Vec<(i64, &Record)>) -> NewSegment {
+    let base_offset = run.first().map_or(0, |&(o, _)| o);
+    let max_timestamp = run
+        .iter()
+        .map(|(_, r)| r.timestamp_ms().unwrap_or(created_at))
+        .max()
+        .unwrap_or(created_at);
+    NewSegment {
+        partition_id,
+        base_offset,
+        count: run.len() as i64,
+        created_at,
+        max_timestamp,
+        records: encode_segment(run.iter().map(|&(_, r)| r)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    fn record() -> Record {
+        Record {
+            message_id: Uuid::nil(),
+            transaction_id: None,
+            trace_id: None,
+            content: Content::Json("{}".into()),
+        }
+    }
+
+    #[test]
+    fn survivors_split_where_offsets_jump() {
+        let r = record();
+        let survivors = [(3, &r), (4, &r), (9, &r), (11, &r), (12, &r)];
+        let runs: Vec<Vec<i64>> = runs_of_consecutive(&survivors)
+            .into_iter()
+            .map(|run| run.into_iter().map(|(o, _)| o).collect())
+            .collect();
+        assert_eq!(runs, vec![vec![3, 4], vec![9], vec![11, 12]]);
+    }
+}
