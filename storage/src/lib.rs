@@ -49,6 +49,7 @@ pub mod producers;
 pub mod record;
 mod sql;
 mod sqlite;
+pub mod topic_configs;
 mod topics;
 mod txn;
 
