@@ -148,7 +148,7 @@ impl QueueOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OptionsUpdate<E> {
     /// The options were stored; these are they.
-    Updated(QueueOptions),
+    Updated(Box<QueueOptions>),
     /// The change refused; nothing was written.
     Refused(E),
     /// There is no such queue.
@@ -179,7 +179,7 @@ impl Engine {
         };
         crate::sql::catalog::set_options(&mut conn, queue_id, &new).await?;
         tx.commit().await?;
-        Ok(OptionsUpdate::Updated(new))
+        Ok(OptionsUpdate::Updated(Box::new(new)))
     }
 
     /// The native configure: creates the queue with `options`, or replaces

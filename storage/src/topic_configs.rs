@@ -1112,7 +1112,7 @@ mod tests {
             "cleanup.policy".to_owned(),
             ConfigOp::Append("compact".into()),
         );
-        let o = alter(&o, &[append.clone()]).expect("valid");
+        let o = alter(&o, std::slice::from_ref(&append)).expect("valid");
         assert_eq!(o.topic_configs["cleanup.policy"], "delete,compact");
         assert_eq!(
             alter(&o, &[append]).expect("valid").topic_configs["cleanup.policy"],
@@ -1145,10 +1145,12 @@ mod tests {
 
     #[test]
     fn retention_minus_one_keeps_the_completed_rule_on() {
-        let mut o = QueueOptions::default();
-        o.retention_enabled = true;
-        o.retention_seconds = 60;
-        o.completed_retention_seconds = 30;
+        let o = QueueOptions {
+            retention_enabled: true,
+            retention_seconds: 60,
+            completed_retention_seconds: 30,
+            ..QueueOptions::default()
+        };
         assert_eq!(described(&o, "retention.ms").value, "60000");
         let o = alter(
             &o,
@@ -1172,14 +1174,18 @@ mod tests {
             ("cleanup.policy", "compact"),
         ]))
         .expect("valid");
-        let mut same = QueueOptions::default();
-        same.retention_enabled = true;
-        same.retention_seconds = 86_401;
+        let same = QueueOptions {
+            retention_enabled: true,
+            retention_seconds: 86_401,
+            ..QueueOptions::default()
+        };
         let kept = carry_over(&old, same);
         assert_eq!(kept.topic_configs, old.topic_configs);
-        let mut changed = QueueOptions::default();
-        changed.retention_enabled = true;
-        changed.retention_seconds = 10;
+        let changed = QueueOptions {
+            retention_enabled: true,
+            retention_seconds: 10,
+            ..QueueOptions::default()
+        };
         let moved = carry_over(&old, changed);
         assert!(!moved.topic_configs.contains_key("retention.ms"), "stale");
         assert_eq!(moved.topic_configs["cleanup.policy"], "compact");
