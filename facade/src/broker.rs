@@ -12,6 +12,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
 use crate::groups::Coordinator;
+use crate::produce_rules::{ProduceRules, RulesCache};
 use crate::FacadeConfig;
 
 /// The in-flight budget in KiB, as the semaphore counts it.
@@ -50,6 +51,8 @@ pub struct Broker {
     /// KiB of request frames in flight, across connections.
     in_flight: Arc<Semaphore>,
     budget_kib: usize,
+    /// What a produce must meet per topic, read from its configs.
+    produce_rules: RulesCache,
 }
 
 impl Broker {
@@ -69,6 +72,7 @@ impl Broker {
             live: Mutex::new(None),
             in_flight: Arc::new(Semaphore::new(budget_kib)),
             budget_kib,
+            produce_rules: RulesCache::default(),
         })
     }
 
@@ -192,6 +196,28 @@ impl Broker {
             tracing::info!(topic = name, "kafka: auto-created topic");
         }
         self.engine.queue(name).await
+    }
+
+    /// What a produce to `topic` must meet, from its configs as read at
+    /// most [`crate::produce_rules::FRESH_FOR`] ago (the defaults for a
+    /// topic that does not exist yet).
+    pub(crate) async fn produce_rules(&self, topic: &str) -> Result<ProduceRules, StorageError> {
+        let now = std::time::Instant::now();
+        if let Some(rules) = self.produce_rules.get(topic, now) {
+            return Ok(rules);
+        }
+        let queue = self.engine.queue(topic).await?;
+        let rules = ProduceRules::of(
+            queue.as_ref().map(|q| &q.options),
+            self.config.max_message_bytes,
+        );
+        self.produce_rules.put(topic, rules, now);
+        Ok(rules)
+    }
+
+    /// Drops the cached produce rules of `topic`: its configs changed.
+    pub(crate) fn forget_produce_rules(&self, topic: &str) {
+        self.produce_rules.forget(topic);
     }
 
     /// The name of the topic with Kafka topic id `id`.

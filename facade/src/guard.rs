@@ -167,6 +167,36 @@ const DESCRIBE_CONFIGS: &[Field] = &[
     Field(Bool, 3, ALL), // include_documentation
 ];
 
+const ALTER_CONFIGS: &[Field] = &[
+    Field(
+        Array(&[
+            Field(I8, 0, ALL),                                               // resource_type
+            Field(Str, 0, ALL),                                              // resource_name
+            Field(Array(&[Field(Str, 0, ALL), Field(Str, 0, ALL)]), 0, ALL), // configs
+        ]),
+        0,
+        ALL,
+    ),
+    Field(Bool, 0, ALL), // validate_only
+];
+
+const INCREMENTAL_ALTER_CONFIGS: &[Field] = &[
+    Field(
+        Array(&[
+            Field(I8, 0, ALL),  // resource_type
+            Field(Str, 0, ALL), // resource_name
+            Field(
+                Array(&[Field(Str, 0, ALL), Field(I8, 0, ALL), Field(Str, 0, ALL)]),
+                0,
+                ALL,
+            ), // configs: name, operation, value
+        ]),
+        0,
+        ALL,
+    ),
+    Field(Bool, 0, ALL), // validate_only
+];
+
 const DESCRIBE_CLUSTER: &[Field] = &[Field(Bool, 0, ALL), Field(I8, 1, ALL), Field(Bool, 2, ALL)];
 
 const OFFSET_FOR_LEADER_EPOCH: &[Field] = &[
@@ -354,6 +384,8 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::DeleteTopics => (DELETE_TOPICS, 4),
         ApiKey::CreatePartitions => (CREATE_PARTITIONS, 2),
         ApiKey::DescribeConfigs => (DESCRIBE_CONFIGS, 4),
+        ApiKey::AlterConfigs => (ALTER_CONFIGS, 2),
+        ApiKey::IncrementalAlterConfigs => (INCREMENTAL_ALTER_CONFIGS, 1),
         ApiKey::DescribeCluster => (DESCRIBE_CLUSTER, 0),
         ApiKey::OffsetForLeaderEpoch => (OFFSET_FOR_LEADER_EPOCH, 4),
         ApiKey::InitProducerId => (INIT_PRODUCER_ID, 2),

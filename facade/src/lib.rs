@@ -15,7 +15,9 @@
 //!   (committed offsets are in the database).
 //! - `records`: record batches in (CRC, decompression within a budget) and
 //!   out; `broker`: this broker's identity, registry heartbeat and the
-//!   name-to-partition cache; `error`: storage errors as Kafka codes.
+//!   name-to-partition cache; `produce_rules`: the per-topic limits a
+//!   produce meets (from the topic configs, cached); `error`: storage
+//!   errors as Kafka codes.
 //!
 //! A produce flows: `conn` reads the frame, `handlers::dispatch` decodes it
 //! with `kafka-protocol`, `handlers::produce` resolves each partition and
@@ -28,6 +30,7 @@ mod error;
 mod groups;
 mod guard;
 pub mod handlers;
+mod produce_rules;
 pub mod records;
 mod varint;
 pub mod versions;

@@ -25,7 +25,9 @@ pub(super) struct ConfigureBody {
     top: OptionsBody,
 }
 
-/// Creates the queue or replaces every option (an omitted one takes its default).
+/// Creates the queue or replaces every option (an omitted one takes its
+/// default). The Kafka topic configs set on the queue are kept: HTTP
+/// clients do not know them, and the answer echoes them as `topicConfigs`.
 pub(super) async fn configure(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<Loose<Object<ConfigureBody>>>,
@@ -50,7 +52,10 @@ pub(super) async fn configure(
         Loose::Invalid => return Err(ApiError::BadRequest("options must be an object".into())),
     };
     let options = options.into_options().map_err(ApiError::BadRequest)?;
-    let info = state.engine.configure_queue(&queue, &options).await?;
+    let info = state
+        .engine
+        .configure_keeping_topic_configs(&queue, &options)
+        .await?;
     Ok(Json(json!({
         "configured": true,
         "queueId": info.id.to_string(),

@@ -4,12 +4,14 @@
 //! Configure is a full replace, so the options start from the defaults and
 //! take only what the request names: an option left out, or sent as `null`,
 //! returns to its default. Unknown keys are ignored. Each field is read
-//! loosely and checked here, so that the error names the option the way
-//! clients have always been told (`leaseTime must be an integer`).
+//! loosely here, so that the error names the option the way clients have
+//! always been told (`leaseTime must be an integer`); the ranges are the
+//! storage's ([`storage::options`]), which the Kafka `queen.<option>`
+//! configs meet too.
 
 use serde::Deserialize;
 use serde_json::Number;
-use storage::QueueOptions;
+use storage::{options, QueueOptions};
 
 use super::lenient::Loose;
 
@@ -48,17 +50,15 @@ impl OptionsBody {
     /// offending option.
     pub(super) fn into_options(self) -> Result<QueueOptions, String> {
         let d = QueueOptions::default();
-        let any = (i64::MIN, i64::MAX);
-        let non_negative = (0, i64::MAX);
         Ok(QueueOptions {
             namespace: string(self.namespace, "namespace")?,
             task: string(self.task, "task")?,
-            priority: int(self.priority, "priority", d.priority, any)?,
-            lease_time: int(self.lease_time, "leaseTime", d.lease_time, non_negative)?,
-            retry_limit: int(self.retry_limit, "retryLimit", d.retry_limit, non_negative)?,
-            retry_delay: int(self.retry_delay, "retryDelay", d.retry_delay, non_negative)?,
-            max_size: int(self.max_size, "maxSize", d.max_size, non_negative)?,
-            ttl: int(self.ttl, "ttl", d.ttl, non_negative)?,
+            priority: int(self.priority, "priority", d.priority)?,
+            lease_time: int(self.lease_time, "leaseTime", d.lease_time)?,
+            retry_limit: int(self.retry_limit, "retryLimit", d.retry_limit)?,
+            retry_delay: int(self.retry_delay, "retryDelay", d.retry_delay)?,
+            max_size: int(self.max_size, "maxSize", d.max_size)?,
+            ttl: int(self.ttl, "ttl", d.ttl)?,
             dead_letter_queue: boolean(
                 self.dead_letter_queue,
                 "deadLetterQueue",
@@ -73,25 +73,17 @@ impl OptionsBody {
                 self.delayed_processing,
                 "delayedProcessing",
                 d.delayed_processing,
-                non_negative,
             )?,
-            window_buffer: int(
-                self.window_buffer,
-                "windowBuffer",
-                d.window_buffer,
-                non_negative,
-            )?,
+            window_buffer: int(self.window_buffer, "windowBuffer", d.window_buffer)?,
             retention_seconds: int(
                 self.retention_seconds,
                 "retentionSeconds",
                 d.retention_seconds,
-                non_negative,
             )?,
             completed_retention_seconds: int(
                 self.completed_retention_seconds,
                 "completedRetentionSeconds",
                 d.completed_retention_seconds,
-                non_negative,
             )?,
             retention_enabled: boolean(
                 self.retention_enabled,
@@ -107,26 +99,22 @@ impl OptionsBody {
                 self.max_wait_time_seconds,
                 "maxWaitTimeSeconds",
                 d.max_wait_time_seconds,
-                non_negative,
             )?,
             min_pop_wait_time: int(
                 self.min_pop_wait_time,
                 "minPopWaitTime",
                 d.min_pop_wait_time,
-                (0, 60_000),
             )?,
             dedup_window_seconds: int(
                 self.dedup_window_seconds,
                 "dedupWindowSeconds",
                 d.dedup_window_seconds,
-                non_negative,
             )?,
             retention_sink_hold: sink_hold(self.retention_sink_hold)?,
             retention_sink_hold_max_seconds: int(
                 self.retention_sink_hold_max_seconds,
                 "retentionSinkHoldMaxSeconds",
                 d.retention_sink_hold_max_seconds,
-                (60, 31_536_000),
             )?,
             // Kafka topic configs are set over Kafka; configure carries
             // the queue's existing ones over (see `configure`).
@@ -135,15 +123,10 @@ impl OptionsBody {
     }
 }
 
-/// An integer option within `min..=max`. A float without a fraction counts
-/// as an integer (JavaScript clients send `300.0`); one beyond `i64`
-/// saturates and then meets the range check.
-fn int(
-    value: Loose<Number>,
-    key: &str,
-    default: i64,
-    (min, max): (i64, i64),
-) -> Result<i64, String> {
+/// An integer option within its range ([`options::int_range`]). A float
+/// without a fraction counts as an integer (JavaScript clients send
+/// `300.0`); one beyond `i64` saturates and then meets the range check.
+fn int(value: Loose<Number>, key: &str, default: i64) -> Result<i64, String> {
     let Ok(value) = value.optional() else {
         return Err(format!("{key} must be an integer"));
     };
@@ -159,10 +142,7 @@ fn int(
                 .map(|f| f as i64)
         })
         .ok_or_else(|| format!("{key} must be an integer"))?;
-    if n < min || n > max {
-        return Err(format!("{key} must be between {min} and {max}"));
-    }
-    Ok(n)
+    options::check_int(key, n)
 }
 
 fn boolean(value: Loose<bool>, key: &str, default: bool) -> Result<bool, String> {
@@ -181,15 +161,8 @@ fn string(value: Loose<String>, key: &str) -> Result<String, String> {
 
 fn sink_hold(value: Loose<String>) -> Result<String, String> {
     let hold = string(value, "retentionSinkHold")?;
-    let valid = hold.len() <= 64
-        && hold
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if valid {
-        Ok(hold)
-    } else {
-        Err("retentionSinkHold must match [A-Za-z0-9._-]{0,64}".to_owned())
-    }
+    options::check_sink_hold(&hold)?;
+    Ok(hold)
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ pub mod record;
 mod retention;
 mod sql;
 mod sqlite;
+pub mod topic_configs;
 mod topics;
 mod txn;
 

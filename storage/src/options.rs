@@ -1,10 +1,18 @@
-//! The options of a queue: their defaults and their stored JSON form. Reading
-//! them from a request, with its validation, is the HTTP layer's
-//! (`src/http/options.rs`).
+//! The options of a queue: their defaults, their stored JSON form and the
+//! rules their values must meet. Both doors check values here: the HTTP
+//! configure (`src/http/options.rs`, which reads a request's loose JSON)
+//! and the Kafka `queen.<option>` configs ([`crate::topic_configs`]).
+//! Changing the options of an existing queue in place
+//! ([`Engine::update_options`]) lives here too.
 
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 
 use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, StorageError};
+use crate::model::{QueueInfo, DEFAULT_PARTITION};
+use crate::Engine;
 
 /// Every option a queue carries. Field names are the wire names of the HTTP API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,6 +100,39 @@ impl Default for QueueOptions {
     }
 }
 
+/// The valid values of an integer option (inclusive), by its wire name.
+pub fn int_range(key: &str) -> (i64, i64) {
+    match key {
+        "priority" => (i64::MIN, i64::MAX),
+        "minPopWaitTime" => (0, 60_000),
+        "retentionSinkHoldMaxSeconds" => (60, 31_536_000),
+        _ => (0, i64::MAX),
+    }
+}
+
+/// Checks an integer option against [`int_range`]; the error names the
+/// option (`leaseTime must be between 0 and …`).
+pub fn check_int(key: &str, value: i64) -> Result<i64, String> {
+    let (min, max) = int_range(key);
+    if value < min || value > max {
+        return Err(format!("{key} must be between {min} and {max}"));
+    }
+    Ok(value)
+}
+
+/// Checks `retentionSinkHold`: at most 64 of `[A-Za-z0-9._-]`.
+pub fn check_sink_hold(hold: &str) -> Result<(), String> {
+    let valid = hold.len() <= 64
+        && hold
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if valid {
+        Ok(())
+    } else {
+        Err("retentionSinkHold must match [A-Za-z0-9._-]{0,64}".to_owned())
+    }
+}
+
 impl QueueOptions {
     /// The options of a topic created over Kafka: the defaults with dedup off,
     /// since every Kafka record gets a freshly minted transaction id.
@@ -99,6 +140,80 @@ impl QueueOptions {
         Self {
             dedup_window_seconds: 0,
             ..Self::default()
+        }
+    }
+}
+
+/// What [`Engine::update_options`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OptionsUpdate<E> {
+    /// The options were stored; these are they.
+    Updated(Box<QueueOptions>),
+    /// The change refused; nothing was written.
+    Refused(E),
+    /// There is no such queue.
+    NoQueue,
+}
+
+impl Engine {
+    /// Changes the options of an existing queue in place: `change` gets the
+    /// stored options and answers the new ones (or refuses), in one write
+    /// transaction under the queue row's lock, so that two changes at once
+    /// (a Kafka AlterConfigs, an HTTP configure) each start from the
+    /// other's result. Partitions and messages are untouched.
+    pub async fn update_options<E>(
+        &self,
+        name: &str,
+        change: impl FnOnce(&QueueOptions) -> std::result::Result<QueueOptions, E>,
+    ) -> Result<OptionsUpdate<E>> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let mut conn = tx.conn();
+        let Some((queue_id, old)) =
+            crate::sql::catalog::options_for_update(&mut conn, name).await?
+        else {
+            return Ok(OptionsUpdate::NoQueue);
+        };
+        let new = match change(&old) {
+            Ok(new) => new,
+            Err(e) => return Ok(OptionsUpdate::Refused(e)),
+        };
+        crate::sql::catalog::set_options(&mut conn, queue_id, &new).await?;
+        tx.commit().await?;
+        Ok(OptionsUpdate::Updated(Box::new(new)))
+    }
+
+    /// The native configure: creates the queue with `options`, or replaces
+    /// every native option of an existing one while keeping its Kafka topic
+    /// configs ([`crate::topic_configs::carry_over`]: HTTP clients do not
+    /// know them). The `Default` partition is created if missing.
+    pub async fn configure_keeping_topic_configs(
+        &self,
+        name: &str,
+        options: &QueueOptions,
+    ) -> Result<QueueInfo> {
+        crate::validate_name("queue name", name)?;
+        let update = self
+            .update_options(name, |old| {
+                Ok::<_, Infallible>(crate::topic_configs::carry_over(old, options.clone()))
+            })
+            .await?;
+        match update {
+            OptionsUpdate::Updated(stored) => {
+                let now = self.inner.clock.now_ms();
+                crate::sql::catalog::ensure_partition(
+                    &self.inner.store,
+                    name,
+                    DEFAULT_PARTITION,
+                    &stored,
+                    now,
+                )
+                .await?;
+                self.queue(name)
+                    .await?
+                    .ok_or_else(|| StorageError::QueueNotFound(name.to_owned()))
+            }
+            OptionsUpdate::NoQueue => self.configure_queue(name, options).await,
+            OptionsUpdate::Refused(never) => match never {},
         }
     }
 }

@@ -128,6 +128,35 @@ fn sample(api: ApiKey, version: i16) -> BytesMut {
                 .with_resources(two(res))
                 .encode(&mut buf, version)
         }
+        ApiKey::AlterConfigs => {
+            use alter_configs_request::*;
+            let c = AlterableConfig::default()
+                .with_name(name("k"))
+                .with_value(Some(name("v")));
+            let res = AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(name("t"))
+                .with_configs(two(c));
+            AlterConfigsRequest::default()
+                .with_resources(two(res))
+                .with_validate_only(true)
+                .encode(&mut buf, version)
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            use incremental_alter_configs_request::*;
+            let c = AlterableConfig::default()
+                .with_name(name("k"))
+                .with_config_operation(2)
+                .with_value(Some(name("v")));
+            let res = AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(name("t"))
+                .with_configs(two(c));
+            IncrementalAlterConfigsRequest::default()
+                .with_resources(two(res))
+                .with_validate_only(true)
+                .encode(&mut buf, version)
+        }
         ApiKey::DescribeCluster => DescribeClusterRequest::default().encode(&mut buf, version),
         ApiKey::OffsetForLeaderEpoch => {
             use offset_for_leader_epoch_request::*;

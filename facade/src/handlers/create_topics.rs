@@ -1,13 +1,19 @@
 //! CreateTopics: a topic is a queue created with `dedupWindowSeconds = 0`
-//! and partitions named after their index.
+//! and partitions named after their index; its configs are checked and
+//! stored by `storage::topic_configs` (a bad one creates nothing), and the
+//! answer (v5+) lists every config of the topic as DescribeConfigs would.
 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use storage::topic_configs::{self, ConfigError};
 use storage::{QueueOptions, StorageError, TopicCreation};
 
+use super::describe_configs::{DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG};
 use crate::broker::Broker;
 use crate::error::storage_code;
 
@@ -31,7 +37,9 @@ async fn create(
     validate_only: bool,
 ) -> CreatableTopicResult {
     let name = topic.name.to_string();
-    let mut result = CreatableTopicResult::default().with_name(topic.name.clone());
+    let mut result = CreatableTopicResult::default()
+        .with_name(topic.name.clone())
+        .with_error_message(None);
     let fail = |mut result: CreatableTopicResult, e: ResponseError, message: String| {
         result.error_code = e.code();
         result.error_message = Some(StrBytes::from_string(message));
@@ -58,7 +66,12 @@ async fn create(
     }
     let options = match options(topic) {
         Ok(o) => o,
-        Err(message) => return fail(result, ResponseError::InvalidConfig, message),
+        Err(e @ ConfigError::Invalid(_)) => {
+            return fail(result, ResponseError::InvalidConfig, e.to_string())
+        }
+        Err(e @ ConfigError::Request(_)) => {
+            return fail(result, ResponseError::InvalidRequest, e.to_string())
+        }
     };
     if let Err(e) = storage::validate_name("topic name", &name) {
         return fail(result, ResponseError::InvalidTopicException, e.to_string());
@@ -77,9 +90,11 @@ async fn create(
     };
     match outcome {
         Ok(TopicCreation::Created) => {
+            broker.forget_produce_rules(&name);
             if version >= 5 {
                 result.num_partitions = partitions;
                 result.replication_factor = 1;
+                result.configs = Some(configs(broker, &options));
             }
             if version >= 7 && !validate_only {
                 if let Ok(Some(q)) = broker.engine.queue(&name).await {
@@ -104,31 +119,29 @@ async fn create(
 }
 
 /// The queue options of a new topic: Kafka's defaults (no dedup window),
-/// with the topic configs that map onto queue options applied.
-fn options(topic: &CreatableTopic) -> Result<QueueOptions, String> {
-    let mut options = QueueOptions::for_kafka_topic();
-    for config in &topic.configs {
-        let value = config.value.as_deref().unwrap_or("");
-        match &*config.name {
-            "retention.ms" => {
-                let ms: i64 = value
-                    .parse()
-                    .map_err(|_| format!("retention.ms must be an integer, not {value:?}"))?;
-                if ms > 0 {
-                    options.retention_enabled = true;
-                    options.retention_seconds = (ms + 999) / 1000;
-                }
-            }
-            "cleanup.policy" if value != "delete" => {
-                return Err(format!(
-                    "cleanup.policy {value:?} is not supported; only \"delete\""
-                ));
-            }
-            other => tracing::debug!(
-                config = other,
-                "kafka: topic config accepted and not applied"
-            ),
-        }
-    }
-    Ok(options)
+/// with the topic's configs checked and applied.
+fn options(topic: &CreatableTopic) -> Result<QueueOptions, ConfigError> {
+    let configs: Vec<(String, Option<String>)> = topic
+        .configs
+        .iter()
+        .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
+        .collect();
+    topic_configs::for_new_topic(&configs)
+}
+
+/// Every config of the new topic, as the v5+ answer lists them.
+fn configs(broker: &Broker, options: &QueueOptions) -> Vec<CreatableTopicConfigs> {
+    topic_configs::describe(options, broker.config.max_message_bytes as i64)
+        .into_iter()
+        .map(|c| {
+            CreatableTopicConfigs::default()
+                .with_name(StrBytes::from_string(c.name))
+                .with_value(Some(StrBytes::from_string(c.value)))
+                .with_config_source(if c.set_on_topic {
+                    DYNAMIC_TOPIC_CONFIG
+                } else {
+                    DEFAULT_CONFIG
+                })
+        })
+        .collect()
 }

@@ -1,22 +1,31 @@
-//! DescribeConfigs: a topic's Kafka configs as its queue options map onto
-//! them, plus every queue option as `queen.<option>`; a few broker configs.
+//! DescribeConfigs: every config of a topic with its effective value and
+//! source (the catalogue is `storage::topic_configs`: the Kafka topic
+//! configs, then the queue's own options as `queen.<option>`); a few
+//! broker configs, read-only.
 
 use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use storage::QueueInfo;
+use storage::topic_configs::{self, ConfigType, DescribedConfig};
 
+use super::alter_configs::{BROKER, TOPIC};
 use crate::broker::Broker;
 use crate::error::storage_code;
 
-const TOPIC: i8 = 2;
-const BROKER: i8 = 4;
-/// Config sources: the topic's own setting, or the broker's default.
-const DYNAMIC_TOPIC_CONFIG: i8 = 1;
-const DEFAULT_CONFIG: i8 = 5;
+/// Config sources: set on the topic, or the default.
+pub(super) const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+pub(super) const DEFAULT_CONFIG: i8 = 5;
+
+/// What the request asks to see besides names and values.
+#[derive(Debug, Clone, Copy)]
+struct Detail {
+    version: i16,
+    synonyms: bool,
+    documentation: bool,
+}
 
 /// Answers each resource's configs, filtered by the keys asked for.
 pub(super) async fn handle(
@@ -24,108 +33,143 @@ pub(super) async fn handle(
     version: i16,
     request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
+    let detail = Detail {
+        version,
+        synonyms: request.include_synonyms,
+        documentation: version >= 3 && request.include_documentation,
+    };
     let mut results = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let mut result = DescribeConfigsResult::default()
             .with_resource_type(resource.resource_type)
-            .with_resource_name(resource.resource_name.clone());
+            .with_resource_name(resource.resource_name.clone())
+            .with_error_message(None);
+        let name = resource.resource_name.to_string();
         let entries = match resource.resource_type {
-            TOPIC => match broker.engine.queue(&resource.resource_name).await {
-                Ok(Some(q)) => Ok(topic_configs(broker, &q)),
-                Ok(None) => Err(ResponseError::UnknownTopicOrPartition.code()),
-                Err(e) => Err(storage_code(&e)),
+            TOPIC => match broker.engine.queue(&name).await {
+                Ok(Some(q)) => Ok(topic_configs::describe(
+                    &q.options,
+                    broker.config.max_message_bytes as i64,
+                )
+                .iter()
+                .map(|c| topic_entry(c, detail))
+                .collect()),
+                Ok(None) => Err((
+                    ResponseError::UnknownTopicOrPartition.code(),
+                    format!("Topic {name} does not exist"),
+                )),
+                Err(e) => Err((storage_code(&e), e.to_string())),
             },
-            BROKER => Ok(broker_configs(broker)),
-            _ => Err(ResponseError::InvalidRequest.code()),
+            BROKER => Ok(broker_configs(broker, detail)),
+            other => Err((
+                ResponseError::InvalidRequest.code(),
+                format!("resource type {other} has no configs here"),
+            )),
         };
         match entries {
             Ok(entries) => {
                 let keys = resource.configuration_keys.as_ref();
                 result.configs = entries
                     .into_iter()
-                    .filter(|(name, _, _)| keys.is_none_or(|k| k.iter().any(|k| **k == **name)))
-                    .map(|(name, value, source)| {
-                        let mut entry = DescribeConfigsResourceResult::default()
-                            .with_name(StrBytes::from_string(name))
-                            .with_value(Some(StrBytes::from_string(value)))
-                            .with_config_source(source);
-                        if version >= 3 {
-                            entry.config_type = 2; // STRING; clients read the value
-                        }
-                        entry
+                    .filter(|e: &DescribeConfigsResourceResult| {
+                        keys.is_none_or(|k| k.contains(&e.name))
                     })
                     .collect();
             }
-            Err(code) => result.error_code = code,
+            Err((code, message)) => {
+                result.error_code = code;
+                result.error_message = Some(StrBytes::from_string(message));
+            }
         }
         results.push(result);
     }
     DescribeConfigsResponse::default().with_results(results)
 }
 
-fn topic_configs(broker: &Broker, q: &QueueInfo) -> Vec<(String, String, i8)> {
-    let o = &q.options;
-    let retention_ms = if o.retention_enabled && o.retention_seconds > 0 {
-        (o.retention_seconds * 1000).to_string()
-    } else {
-        "-1".to_owned()
-    };
-    let mut configs = vec![
-        (
-            "retention.ms".to_owned(),
-            retention_ms,
-            DYNAMIC_TOPIC_CONFIG,
-        ),
-        (
-            "cleanup.policy".to_owned(),
-            "delete".to_owned(),
-            DEFAULT_CONFIG,
-        ),
-        (
-            "max.message.bytes".to_owned(),
-            broker.config.max_message_bytes.to_string(),
-            DEFAULT_CONFIG,
-        ),
-        (
-            "message.timestamp.type".to_owned(),
-            "CreateTime".to_owned(),
-            DEFAULT_CONFIG,
-        ),
-    ];
-    if let Ok(serde_json::Value::Object(options)) = serde_json::to_value(o) {
-        for (key, value) in options {
-            let text = match value {
-                serde_json::Value::String(s) => s,
-                other => other.to_string(),
-            };
-            configs.push((format!("queen.{key}"), text, DYNAMIC_TOPIC_CONFIG));
-        }
-    }
-    configs
+fn text(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
 }
 
-fn broker_configs(broker: &Broker) -> Vec<(String, String, i8)> {
+fn synonym(name: &str, value: &str, source: i8) -> DescribeConfigsSynonym {
+    DescribeConfigsSynonym::default()
+        .with_name(text(name))
+        .with_value(Some(text(value)))
+        .with_source(source)
+}
+
+/// One topic config as Kafka describes it: with synonyms, the topic's own
+/// setting (when set) and then the broker config that supplies the default.
+fn topic_entry(c: &DescribedConfig, detail: Detail) -> DescribeConfigsResourceResult {
+    let source = if c.set_on_topic {
+        DYNAMIC_TOPIC_CONFIG
+    } else {
+        DEFAULT_CONFIG
+    };
+    let mut entry = DescribeConfigsResourceResult::default()
+        .with_name(text(c.name.clone()))
+        .with_value(Some(text(c.value.clone())))
+        .with_config_source(source)
+        .with_documentation(None);
+    if detail.synonyms {
+        if c.set_on_topic {
+            entry
+                .synonyms
+                .push(synonym(&c.name, &c.value, DYNAMIC_TOPIC_CONFIG));
+        }
+        if let Some((name, default)) = &c.default_synonym {
+            entry.synonyms.push(synonym(name, default, DEFAULT_CONFIG));
+        }
+    }
+    if detail.version >= 3 {
+        entry.config_type = c.config_type.code();
+        if detail.documentation {
+            entry.documentation = Some(text(c.doc));
+        }
+    }
+    entry
+}
+
+/// The broker configs clients ask about: the broker's settings, which
+/// cannot be changed while it runs (so read-only).
+fn broker_configs(broker: &Broker, detail: Detail) -> Vec<DescribeConfigsResourceResult> {
     let c = &broker.config;
-    vec![
+    [
         (
-            "auto.create.topics.enable".into(),
+            "auto.create.topics.enable",
             c.auto_create_topics.to_string(),
-            DEFAULT_CONFIG,
+            ConfigType::Boolean,
         ),
         (
-            "num.partitions".into(),
+            "num.partitions",
             c.default_partitions.to_string(),
-            DEFAULT_CONFIG,
+            ConfigType::Int,
         ),
         (
-            "message.max.bytes".into(),
+            "message.max.bytes",
             c.max_message_bytes.to_string(),
-            DEFAULT_CONFIG,
+            ConfigType::Int,
         ),
         (
-            "socket.request.max.bytes".into(),
+            "socket.request.max.bytes",
             c.max_request_bytes.to_string(),
-            DEFAULT_CONFIG,
+            ConfigType::Int,
         ),
     ]
+    .into_iter()
+    .map(|(name, value, config_type)| {
+        let mut entry = DescribeConfigsResourceResult::default()
+            .with_name(text(name))
+            .with_value(Some(text(value.clone())))
+            .with_read_only(true)
+            .with_config_source(DEFAULT_CONFIG)
+            .with_documentation(None);
+        if detail.synonyms {
+            entry.synonyms = vec![synonym(name, &value, DEFAULT_CONFIG)];
+        }
+        if detail.version >= 3 {
+            entry.config_type = config_type.code();
+        }
+        entry
+    })
+    .collect()
 }

@@ -2,6 +2,7 @@
 //! [`crate::versions`], decode the body with `kafka-protocol`, call the
 //! API's handler (one file each), encode the answer with its header.
 
+mod alter_configs;
 mod api_versions;
 mod create_partitions;
 mod create_topics;
@@ -15,6 +16,7 @@ mod describe_producers;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
+mod incremental_alter_configs;
 mod init_producer_id;
 mod join_group;
 mod leave_group;
@@ -180,6 +182,8 @@ pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<
         DeleteTopics => delete_topics,
         CreatePartitions => create_partitions,
         DescribeConfigs => describe_configs,
+        AlterConfigs => alter_configs,
+        IncrementalAlterConfigs => incremental_alter_configs,
         DescribeCluster => describe_cluster,
         OffsetForLeaderEpoch => offset_for_leader_epoch,
         InitProducerId => init_producer_id,

@@ -7,17 +7,29 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use storage::{PartitionId, StorageError};
+use storage::{Content, PartitionId, StorageError};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
 use crate::records::{decode, BatchError, Decoded};
 
-/// A partition's answer in the making: (index, error code, base offset).
-type Slot = (i32, i16, i64);
+/// A partition's answer in the making: (index, error code, base offset),
+/// and why it was refused when that has words.
+type Slot = (i32, i16, i64, Option<Refusal>);
+
+/// Why a partition's records were refused, in words (Produce v8+ carries
+/// them): a message, and the records at fault by their index.
+#[derive(Debug)]
+struct Refusal {
+    message: String,
+    records: Vec<(i32, String)>,
+}
 
 /// The answer to a produce, once its appends have committed.
 pub(super) type Completion = Pin<Box<dyn Future<Output = Option<ProduceResponse>> + Send>>;
@@ -47,7 +59,7 @@ pub(super) async fn handle(
         }
         let mut partitions = Vec::new();
         for (p, data) in topic.partition_data.into_iter().enumerate() {
-            partitions.push((data.index, 0, -1));
+            partitions.push((data.index, 0, -1, None));
             let Some(name) = name.clone() else {
                 partitions[p].1 = ResponseError::UnknownTopicId.code();
                 continue;
@@ -58,12 +70,15 @@ pub(super) async fn handle(
                     .engine
                     .start_append(&name, partition_id, batch.records, batch.producer)
                     .await
-                    .map_err(|e| storage_code(&e)),
-                Err(code) => Err(code),
+                    .map_err(|e| (storage_code(&e), None)),
+                Err(refused) => Err(refused),
             };
             match queued {
                 Ok(append) => pending.push(((t, p), append)),
-                Err(code) => partitions[p].1 = code,
+                Err((code, refusal)) => {
+                    partitions[p].1 = code;
+                    partitions[p].3 = refusal.filter(|_| version >= 8);
+                }
             }
         }
         answers.push((header, partitions));
@@ -88,11 +103,26 @@ fn answer(answers: Vec<(TopicProduceResponse, Vec<Slot>)>) -> ProduceResponse {
             header.with_partition_responses(
                 partitions
                     .into_iter()
-                    .map(|(index, error_code, base_offset)| {
-                        PartitionProduceResponse::default()
+                    .map(|(index, error_code, base_offset, refusal)| {
+                        let mut answer = PartitionProduceResponse::default()
                             .with_index(index)
                             .with_error_code(error_code)
-                            .with_base_offset(base_offset)
+                            .with_base_offset(base_offset);
+                        if let Some(refusal) = refusal {
+                            answer.error_message = Some(StrBytes::from_string(refusal.message));
+                            answer.record_errors = refusal
+                                .records
+                                .into_iter()
+                                .map(|(i, message)| {
+                                    BatchIndexAndErrorMessage::default()
+                                        .with_batch_index(i)
+                                        .with_batch_index_error_message(Some(
+                                            StrBytes::from_string(message),
+                                        ))
+                                })
+                                .collect();
+                        }
+                        answer
                     })
                     .collect(),
             )
@@ -103,35 +133,74 @@ fn answer(answers: Vec<(TopicProduceResponse, Vec<Slot>)>) -> ProduceResponse {
 
 /// Decodes the records and resolves the partition (creating the topic if
 /// allowed; a refused batch creates nothing), or says which error code the
-/// partition gets.
+/// partition gets (with words for the topic's own rules). The topic's
+/// rules (`max.message.bytes`, keys on a compacted topic) come from the
+/// broker's cache of them: no catalog read per produce.
 async fn prepare(
     broker: &Broker,
     topic: &str,
     index: i32,
     records: Bytes,
-) -> Result<(PartitionId, Decoded), i16> {
-    if records.len() > broker.config.max_message_bytes {
-        return Err(ResponseError::MessageTooLarge.code());
+) -> Result<(PartitionId, Decoded), (i16, Option<Refusal>)> {
+    let code = |code: i16| (code, None);
+    let rules = broker
+        .produce_rules(topic)
+        .await
+        .map_err(|e| code(storage_code(&e)))?;
+    if records.len() > rules.max_message_bytes {
+        let message = format!(
+            "the batch is {} bytes; topic {topic} takes at most {} (max.message.bytes)",
+            records.len(),
+            rules.max_message_bytes
+        );
+        return Err((
+            ResponseError::MessageTooLarge.code(),
+            Some(Refusal {
+                message,
+                records: Vec::new(),
+            }),
+        ));
     }
     let batch = decode(records, broker.config.max_decompressed_bytes).map_err(|e| {
         tracing::debug!(topic, index, error = %e, "kafka: produce refused");
-        match e {
+        code(match e {
             BatchError::Corrupt(_) => ResponseError::CorruptMessage.code(),
             BatchError::UnsupportedMagic(_) => ResponseError::UnsupportedForMessageFormat.code(),
             BatchError::TooLarge(_) => ResponseError::MessageTooLarge.code(),
             BatchError::Invalid(_) => ResponseError::InvalidRecord.code(),
-        }
+        })
     })?;
     if batch.records.is_empty() {
-        return Err(ResponseError::InvalidRecord.code());
+        return Err(code(ResponseError::InvalidRecord.code()));
+    }
+    if rules.key_required {
+        let message = format!(
+            "Compacted topic cannot accept message without key in topic partition {topic}-{index}."
+        );
+        let keyless: Vec<(i32, String)> = batch
+            .records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| matches!(&r.content, Content::Kafka(k) if k.key.is_none()))
+            .map(|(i, _)| (i as i32, message.clone()))
+            .collect();
+        if !keyless.is_empty() {
+            return Err((
+                ResponseError::InvalidRecord.code(),
+                Some(Refusal {
+                    message,
+                    records: keyless,
+                }),
+            ));
+        }
     }
     let partition_id = match broker.partition_id(topic, index, true).await {
         Ok(Some(id)) => id,
-        Ok(None) => return Err(ResponseError::UnknownTopicOrPartition.code()),
+        Ok(None) => return Err(code(ResponseError::UnknownTopicOrPartition.code())),
         Err(StorageError::InvalidInput(_) | StorageError::NameTooLong { .. }) => {
-            return Err(ResponseError::InvalidTopicException.code())
+            return Err(code(ResponseError::InvalidTopicException.code()))
         }
-        Err(e) => return Err(storage_code(&e)),
+        Err(e) => return Err(code(storage_code(&e))),
     };
     Ok((partition_id, batch))
 }

@@ -130,6 +130,53 @@ pub(crate) async fn configure(
     Ok(queue_id)
 }
 
+/// The id and stored options of queue `name`, its row locked until the
+/// transaction ends ([`Conn::row_lock`]); `None` when there is no such queue.
+pub(crate) async fn options_for_update(
+    conn: &mut Conn<'_>,
+    name: &str,
+) -> Result<Option<(i64, QueueOptions)>> {
+    /// The row [`options_for_update`] reads.
+    #[derive(sqlx::FromRow)]
+    struct OptionsRow {
+        id: i64,
+        options: String,
+    }
+    let sql = format!(
+        "SELECT id, options FROM queues WHERE name = $1 {}",
+        conn.row_lock()
+    );
+    let row: Option<OptionsRow> = on_db!(conn, c => sqlx::query_as(&sql)
+        .bind(name)
+        .fetch_optional(&mut **c)
+        .await?);
+    row.map(|row| {
+        serde_json::from_str(&row.options)
+            .map(|options| (row.id, options))
+            .map_err(|e| StorageError::Corrupt(format!("queue options: {e}")))
+    })
+    .transpose()
+}
+
+/// Stores the options of queue `queue_id`, its dedup window column with them.
+pub(crate) async fn set_options(
+    conn: &mut Conn<'_>,
+    queue_id: i64,
+    options: &QueueOptions,
+) -> Result<()> {
+    let json = serde_json::to_string(options).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+    on_db!(conn, c => sqlx::query(
+        "UPDATE queues SET options = $1, dedup_window_seconds = $2 WHERE id = $3",
+    )
+    .bind(&json)
+    .bind(options.dedup_window_seconds)
+    .bind(queue_id)
+    .execute(&mut **c)
+    .await
+    .map(drop)?);
+    Ok(())
+}
+
 /// Creates a queue with the given partitions (Kafka indexes in order) in
 /// one transaction; `false` if the queue already exists.
 pub(crate) async fn create_queue(

@@ -1,0 +1,129 @@
+//! What a produce must meet per topic, from the topic's configs: the
+//! largest batch (`max.message.bytes`) and whether records need a key
+//! (`cleanup.policy` with `compact`).
+//!
+//! A produce must not cost a catalog read, so each broker keeps the rules
+//! it read per topic for [`FRESH_FOR`]; this broker's own config changes
+//! (AlterConfigs, CreateTopics) drop the topic's entry at once, and other
+//! brokers' (or the HTTP door's) are seen within [`FRESH_FOR`], as Kafka's
+//! dynamic configs also reach its brokers a little later.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use storage::topic_configs;
+use storage::QueueOptions;
+
+/// How long rules read from the catalog are used.
+pub(crate) const FRESH_FOR: Duration = Duration::from_secs(1);
+/// Bound on the topics remembered; past it the cache starts afresh.
+const LIMIT: usize = 10_000;
+
+/// The rules a produce to one topic must meet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProduceRules {
+    /// The largest record batch accepted, in bytes (`MESSAGE_TOO_LARGE`).
+    pub(crate) max_message_bytes: usize,
+    /// Whether every record needs a key: a compacted topic refuses keyless
+    /// records (`INVALID_RECORD`), as Kafka does.
+    pub(crate) key_required: bool,
+}
+
+impl ProduceRules {
+    /// The rules of a topic with `options`, or of one that does not exist
+    /// yet (`None`: it will be created with the defaults).
+    pub(crate) fn of(options: Option<&QueueOptions>, broker_max_message_bytes: usize) -> Self {
+        let Some(o) = options else {
+            return Self {
+                max_message_bytes: broker_max_message_bytes,
+                key_required: false,
+            };
+        };
+        let max = topic_configs::max_message_bytes(o, broker_max_message_bytes as i64);
+        Self {
+            max_message_bytes: usize::try_from(max).unwrap_or(0),
+            key_required: topic_configs::cleanup_policy(o).compact,
+        }
+    }
+}
+
+/// The rules last read per topic, with when.
+#[derive(Debug, Default)]
+pub(crate) struct RulesCache {
+    entries: Mutex<HashMap<String, (Instant, ProduceRules)>>,
+}
+
+impl RulesCache {
+    /// The rules of `topic` read less than [`FRESH_FOR`] before `now`.
+    pub(crate) fn get(&self, topic: &str, now: Instant) -> Option<ProduceRules> {
+        self.entries()
+            .get(topic)
+            .filter(|(at, _)| now.saturating_duration_since(*at) < FRESH_FOR)
+            .map(|&(_, rules)| rules)
+    }
+
+    /// Remembers the rules of `topic` as read at `now`.
+    pub(crate) fn put(&self, topic: &str, rules: ProduceRules, now: Instant) {
+        let mut entries = self.entries();
+        if entries.len() >= LIMIT {
+            entries.clear();
+        }
+        entries.insert(topic.to_owned(), (now, rules));
+    }
+
+    /// Forgets the rules of `topic`: its configs changed.
+    pub(crate) fn forget(&self, topic: &str) {
+        self.entries().remove(topic);
+    }
+
+    fn entries(&self) -> MutexGuard<'_, HashMap<String, (Instant, ProduceRules)>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_follow_the_topic_configs() {
+        let mut o = QueueOptions::for_kafka_topic();
+        assert_eq!(
+            ProduceRules::of(Some(&o), 100),
+            ProduceRules {
+                max_message_bytes: 100,
+                key_required: false
+            }
+        );
+        o.topic_configs
+            .insert("max.message.bytes".into(), "2048".into());
+        o.topic_configs
+            .insert("cleanup.policy".into(), "delete,compact".into());
+        assert_eq!(
+            ProduceRules::of(Some(&o), 100),
+            ProduceRules {
+                max_message_bytes: 2048,
+                key_required: true
+            }
+        );
+        assert_eq!(ProduceRules::of(None, 7).max_message_bytes, 7);
+    }
+
+    #[test]
+    fn cached_rules_expire_and_can_be_forgotten() {
+        let cache = RulesCache::default();
+        let rules = ProduceRules::of(None, 1);
+        let t0 = Instant::now();
+        cache.put("t", rules, t0);
+        assert_eq!(cache.get("t", t0), Some(rules));
+        assert_eq!(
+            cache.get("t", t0 + FRESH_FOR),
+            None,
+            "stale after FRESH_FOR"
+        );
+        cache.put("t", rules, t0);
+        cache.forget("t");
+        assert_eq!(cache.get("t", t0), None);
+    }
+}
