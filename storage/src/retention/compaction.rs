@@ -46,6 +46,9 @@ const ENTRY_OVERHEAD: usize = 64;
 pub(crate) struct CompactionPolicy {
     /// Records stored more recently than this (ms) are not cleaned yet.
     pub min_lag_ms: i64,
+    /// Records stored longer ago than this (ms) are cleaned whatever the
+    /// ratio of dirty to clean.
+    pub max_lag_ms: i64,
     /// How long a tombstone stays after its first cleaning (ms).
     pub delete_retention_ms: i64,
 }
@@ -63,14 +66,16 @@ impl Engine {
         let compacted_to = sql::retention::compacted_to(store.reader(), p.id).await?;
         let dirty_from = compacted_to.max(p.log_start);
         let lag_limit = now.saturating_sub(policy.min_lag_ms);
-        let Some((map, limit)) = self.key_map(p.id, dirty_from, lag_limit).await? else {
+        let Some(dirty) = self.key_map(p.id, dirty_from, lag_limit).await? else {
             return Ok(false);
         };
         let clean =
             sql::retention::stored_records(store.reader(), p.id, p.log_start, dirty_from).await?;
-        if limit - dirty_from < clean {
+        let overdue = dirty.oldest < now.saturating_sub(policy.max_lag_ms);
+        if dirty.limit - dirty_from < clean && !overdue {
             return Ok(false);
         }
+        let (map, limit) = (dirty.keys, dirty.limit);
         let tombstones_before = now.saturating_sub(policy.delete_retention_ms);
         let mut bases = Vec::new();
         let mut reader = store.read_conn().await?;
@@ -104,18 +109,18 @@ impl Engine {
         Ok(true)
     }
 
-    /// The latest offset of each key in the dirty part from `from`, over
-    /// the segments stored before `lag_limit`, and where the mapped part
-    /// ends; `None` when nothing is dirty.
+    /// The dirty part from `from` over the segments stored before
+    /// `lag_limit`; `None` when nothing is dirty.
     async fn key_map(
         &self,
         partition_id: PartitionId,
         from: i64,
         lag_limit: i64,
-    ) -> Result<Option<(HashMap<Bytes, i64>, i64)>> {
+    ) -> Result<Option<Dirty>> {
         let mut map: HashMap<Bytes, i64> = HashMap::new();
         let mut bytes = 0;
         let mut limit = from;
+        let mut oldest = i64::MAX;
         let mut reader = self.inner.store.read_conn().await?;
         sql::segments::scan(&mut reader.conn(), partition_id, from, |segment| {
             if segment.created_at > lag_limit || bytes >= MAP_BYTES {
@@ -123,6 +128,7 @@ impl Engine {
             }
             let base = segment.base_offset;
             let end = segment.end();
+            oldest = oldest.min(segment.created_at);
             for (i, record) in segment.decode()?.into_iter().enumerate() {
                 let offset = base + i as i64;
                 if offset < from {
@@ -143,7 +149,11 @@ impl Engine {
             Ok(ControlFlow::Continue(()))
         })
         .await?;
-        Ok((limit > from).then_some((map, limit)))
+        Ok((limit > from).then_some(Dirty {
+            keys: map,
+            limit,
+            oldest,
+        }))
     }
 
     /// Rewrites the segment at `base` with only the records `keep` accepts
@@ -185,6 +195,16 @@ impl Engine {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// The dirty part of a partition, as one cleaning maps it.
+struct Dirty {
+    /// The latest offset of each key in it.
+    keys: HashMap<Bytes, i64>,
+    /// Where it ends (the first offset not mapped).
+    limit: i64,
+    /// When its oldest segment was stored.
+    oldest: i64,
 }
 
 /// Splits offset-ordered survivors into runs of consecutive offsets.

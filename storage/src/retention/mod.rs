@@ -37,6 +37,7 @@ use crate::error::{Result, StorageError};
 use crate::model::{PartitionId, PartitionInfo};
 use crate::options::QueueOptions;
 use crate::sql;
+use crate::topic_configs;
 use crate::Engine;
 
 /// The duty's name in `duties`.
@@ -51,45 +52,15 @@ const HEADS: i64 = 1_000;
 /// Segments one step deletes (all partitions together).
 const SWEEP_SEGMENTS: i64 = 500;
 
-/// What a queue's `cleanup.policy` asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Cleanup {
-    /// Old and surplus segments are deleted (`delete`, the default).
-    pub delete: bool,
-    /// Only the latest record of each key is kept (`compact`).
-    pub compact: bool,
-}
-
-/// The queue's `cleanup.policy`: `delete` when not set.
-pub(crate) fn cleanup_policy(options: &QueueOptions) -> Cleanup {
-    match options.topic_configs.get("cleanup.policy") {
-        None => Cleanup {
-            delete: true,
-            compact: false,
-        },
-        Some(list) => {
-            let has = |p: &str| list.split(',').any(|x| x.trim() == p);
-            Cleanup {
-                delete: has("delete"),
-                compact: has("compact"),
-            }
-        }
-    }
-}
-
 /// The queue's compaction settings, when its policy compacts.
 fn compaction_policy(options: &QueueOptions) -> Option<CompactionPolicy> {
-    let ms = |name: &str, default: i64| {
-        options
-            .topic_configs
-            .get(name)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    cleanup_policy(options).compact.then(|| CompactionPolicy {
-        min_lag_ms: ms("min.compaction.lag.ms", 0),
-        delete_retention_ms: ms("delete.retention.ms", 86_400_000),
-    })
+    topic_configs::cleanup_policy(options)
+        .compact
+        .then(|| CompactionPolicy {
+            min_lag_ms: topic_configs::min_compaction_lag_ms(options),
+            max_lag_ms: topic_configs::max_compaction_lag_ms(options),
+            delete_retention_ms: topic_configs::delete_retention_ms(options),
+        })
 }
 
 /// How long the sidecar keeps a queue's transaction ids, before its floor.

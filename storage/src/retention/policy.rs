@@ -2,8 +2,8 @@
 //! start may move under them: a pure function of the partition's oldest
 //! segments, so the rules are testable without a database.
 
-use super::cleanup_policy;
 use crate::options::QueueOptions;
+use crate::topic_configs;
 
 /// The deletion rules in force for a queue. Every rule deletes a prefix of
 /// the log, whole segments at a time: a rule stops at the first segment it
@@ -51,19 +51,16 @@ impl RetentionPolicy {
     pub(crate) fn of(options: &QueueOptions) -> Option<Self> {
         let seconds = |s: i64| (s > 0).then(|| s.saturating_mul(1000));
         let enabled = |rule: Option<i64>| rule.filter(|_| options.retention_enabled);
-        let deletes = cleanup_policy(options).delete;
-        let age = enabled(seconds(options.retention_seconds)).filter(|_| deletes);
+        // Kafka's size and age rules hold only under `cleanup.policy=delete`.
+        let deletes = topic_configs::cleanup_policy(options).delete;
+        let age = topic_configs::retention_ms(options).filter(|_| deletes);
         let evict = seconds(options.max_wait_time_seconds);
         let policy = Self {
             max_age_ms: match (age, evict) {
                 (Some(a), Some(e)) => Some(a.min(e)),
                 (a, e) => a.or(e),
             },
-            max_bytes: options
-                .topic_configs
-                .get("retention.bytes")
-                .and_then(|v| v.parse().ok())
-                .filter(|&b: &i64| b >= 0 && deletes),
+            max_bytes: topic_configs::retention_bytes(options).filter(|_| deletes),
             completed_age_ms: enabled(seconds(options.completed_retention_seconds)),
         };
         (policy != Self::default()).then_some(policy)

@@ -166,10 +166,12 @@ pub(crate) async fn set_options(
 ) -> Result<()> {
     let json = serde_json::to_string(options).map_err(|e| StorageError::Corrupt(e.to_string()))?;
     on_db!(conn, c => sqlx::query(
-        "UPDATE queues SET options = $1, dedup_window_seconds = $2 WHERE id = $3",
+        "UPDATE queues SET options = $1, dedup_window_seconds = $2, sidecar_seconds = $3 \
+         WHERE id = $4",
     )
     .bind(&json)
     .bind(options.dedup_window_seconds)
+    .bind(crate::retention::sidecar_seconds(options))
     .bind(queue_id)
     .execute(&mut **c)
     .await
