@@ -87,6 +87,7 @@ support::broker_scenarios!(
     &[];
     delete_records_moves_every_readers_start,
     retention_ms_deletes_old_records,
+    a_compacted_topic_reads_across_its_gaps,
 );
 
 async fn delete_records_moves_every_readers_start(broker: &Broker) {
@@ -189,4 +190,78 @@ async fn retention_ms_deletes_old_records(broker: &Broker) {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Every record of partition 0 of `topic` up to `last`, read by a fresh
+/// consumer from the beginning: (offset, key, value).
+fn read_to(broker: &Broker, topic: &str, last: i64) -> Vec<(i64, String, String)> {
+    let c = consumer(broker, "reader");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .expect("tpl");
+    c.assign(&tpl).expect("assign");
+    let text = |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
+    let deadline = Instant::now() + TIMEOUT;
+    let mut out = Vec::new();
+    while out.last().is_none_or(|(o, _, _)| *o < last) {
+        assert!(Instant::now() < deadline, "read stopped at {out:?}");
+        if let Some(m) = c.poll(Duration::from_millis(200)) {
+            let m = m.expect("consume");
+            out.push((m.offset(), text(m.key()), text(m.payload())));
+        }
+    }
+    out
+}
+
+async fn a_compacted_topic_reads_across_its_gaps(broker: &Broker) {
+    let admin = admin(broker);
+    let topic = NewTopic::new("compacted", 1, TopicReplication::Fixed(1))
+        .set("cleanup.policy", "compact");
+    for r in admin
+        .create_topics(&[topic], &AdminOptions::new())
+        .await
+        .expect("create")
+    {
+        r.expect("created");
+    }
+    // Ten rounds over ten keys, sent at once: batches of many records, so
+    // compaction leaves gaps inside stored batches as well as between them.
+    let p: FutureProducer = config(broker)
+        .set("linger.ms", "20")
+        .create()
+        .expect("producer");
+    let sends: Vec<_> = (0..100)
+        .map(|i| {
+            let (key, value) = (format!("k{}", i % 10), format!("r{}", i / 10));
+            let p = p.clone();
+            tokio::spawn(async move {
+                let record = FutureRecord::to("compacted")
+                    .partition(0)
+                    .key(&key)
+                    .payload(&value);
+                p.send(record, TIMEOUT).await.map(|d| d.offset)
+            })
+        })
+        .collect();
+    for sent in sends {
+        sent.await
+            .expect("send task")
+            .unwrap_or_else(|(e, _)| panic!("produce failed: {e}"));
+    }
+    let deadline = Instant::now() + TIMEOUT;
+    let latest = loop {
+        let read = read_to(broker, "compacted", 99);
+        if read.len() == 10 {
+            break read;
+        }
+        assert!(Instant::now() < deadline, "never compacted: {} records", read.len());
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let expected: Vec<(i64, String, String)> = (90..100)
+        .map(|o| (o, format!("k{}", o % 10), "r9".to_owned()))
+        .collect();
+    assert_eq!(latest, expected, "the latest record of each key, at its offset");
+    let group = consumer(broker, "compacted-group");
+    group.subscribe(&["compacted"]).expect("subscribe");
+    assert_eq!(first_offset(&group), 90, "a group starts at the first record left");
 }

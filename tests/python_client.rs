@@ -92,4 +92,5 @@ scripts!(
     transactions_and_once_perform_each_effect_once => "txn_once.py",
     retention_deletes_old_messages_for_queen_mq => "native_retention.py",
     kafka_python_follows_delete_records => "kafka_delete_records.py",
+    kafka_python_reads_a_compacted_topic => "kafka_compacted.py",
 );
