@@ -215,8 +215,8 @@ fn read_to(broker: &Broker, topic: &str, last: i64) -> Vec<(i64, String, String)
 
 async fn a_compacted_topic_reads_across_its_gaps(broker: &Broker) {
     let admin = admin(broker);
-    let topic = NewTopic::new("compacted", 1, TopicReplication::Fixed(1))
-        .set("cleanup.policy", "compact");
+    let topic =
+        NewTopic::new("compacted", 1, TopicReplication::Fixed(1)).set("cleanup.policy", "compact");
     for r in admin
         .create_topics(&[topic], &AdminOptions::new())
         .await
@@ -254,14 +254,25 @@ async fn a_compacted_topic_reads_across_its_gaps(broker: &Broker) {
         if read.len() == 10 {
             break read;
         }
-        assert!(Instant::now() < deadline, "never compacted: {} records", read.len());
+        assert!(
+            Instant::now() < deadline,
+            "never compacted: {} records",
+            read.len()
+        );
         std::thread::sleep(Duration::from_millis(500));
     };
     let expected: Vec<(i64, String, String)> = (90..100)
         .map(|o| (o, format!("k{}", o % 10), "r9".to_owned()))
         .collect();
-    assert_eq!(latest, expected, "the latest record of each key, at its offset");
+    assert_eq!(
+        latest, expected,
+        "the latest record of each key, at its offset"
+    );
     let group = consumer(broker, "compacted-group");
     group.subscribe(&["compacted"]).expect("subscribe");
-    assert_eq!(first_offset(&group), 90, "a group starts at the first record left");
+    assert_eq!(
+        first_offset(&group),
+        90,
+        "a group starts at the first record left"
+    );
 }

@@ -68,6 +68,7 @@ contract!(
     queues::partitions_get_kafka_indexes_in_creation_order,
     queues::delete_removes_everything,
     queues::invalid_names_are_refused,
+    queues::topic_configs_and_native_options_are_one_set,
     queues::a_queue_deleted_by_another_engine_is_recreated,
     queues::kafka_indexes_resolve_and_follow_a_recreated_topic,
     push::offsets_are_gapless_per_partition,

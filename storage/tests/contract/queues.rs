@@ -181,3 +181,79 @@ pub(crate) async fn kafka_indexes_resolve_and_follow_a_recreated_topic(db: &Db) 
         0
     );
 }
+
+/// Kafka topic configs and native options are two views of one set: each
+/// door's change shows through the other, and a refused change writes
+/// nothing.
+pub(crate) async fn topic_configs_and_native_options_are_one_set(db: &Db) {
+    use storage::options::OptionsUpdate;
+    use storage::topic_configs::{self, ConfigOp};
+
+    let engine = db.engine().await;
+    let configs = [
+        ("retention.ms".to_owned(), Some("86400123".to_owned())),
+        (
+            "cleanup.policy".to_owned(),
+            Some("compact,delete".to_owned()),
+        ),
+    ];
+    let options = topic_configs::for_new_topic(&configs).expect("valid configs");
+    engine.create_topic("t", 1, &options).await.expect("create");
+    let stored = engine
+        .queue("t")
+        .await
+        .expect("read")
+        .expect("exists")
+        .options;
+    assert!(stored.retention_enabled);
+    assert_eq!(
+        stored.retention_seconds, 86_401,
+        "the native view, rounded up"
+    );
+    assert_eq!(
+        topic_configs::retention_ms(&stored),
+        Some(86_400_123),
+        "exact"
+    );
+
+    // A native configure replaces the native options, keeps the Kafka-only
+    // configs and drops the retention.ms it makes stale.
+    let native = QueueOptions {
+        retention_enabled: true,
+        retention_seconds: 60,
+        ..QueueOptions::default()
+    };
+    let info = engine
+        .configure_keeping_topic_configs("t", &native)
+        .await
+        .expect("configure");
+    assert_eq!(topic_configs::retention_ms(&info.options), Some(60_000));
+    assert!(topic_configs::cleanup_policy(&info.options).compact);
+    assert_eq!(info.options.dedup_window_seconds, 3_600);
+
+    // A Kafka change leaves the native options as they are.
+    let set = [("retention.bytes".to_owned(), ConfigOp::Set("1000".into()))];
+    let updated = engine
+        .update_options("t", |o| topic_configs::alter(o, &set))
+        .await
+        .expect("update");
+    let OptionsUpdate::Updated(after) = updated else {
+        panic!("refused: {updated:?}");
+    };
+    assert_eq!(topic_configs::retention_bytes(&after), Some(1_000));
+    assert_eq!(after.retention_seconds, 60);
+
+    let bad = [("retention.bytes".to_owned(), ConfigOp::Set("lots".into()))];
+    let refused = engine
+        .update_options("t", |o| topic_configs::alter(o, &bad))
+        .await
+        .expect("update");
+    assert!(matches!(refused, OptionsUpdate::Refused(_)), "{refused:?}");
+    let kept = engine
+        .queue("t")
+        .await
+        .expect("read")
+        .expect("exists")
+        .options;
+    assert_eq!(kept, *after, "a refused change writes nothing");
+}
