@@ -110,6 +110,8 @@ struct Inner {
     merging: Arc<tokio::sync::Semaphore>,
     /// This engine's name as the holder of a duty (`retention`).
     instance: String,
+    /// Segment rows retention deleted since it last vacuumed them.
+    deleted_segments: std::sync::atomic::AtomicU64,
 }
 
 /// The items of one request that go to one partition.
@@ -148,6 +150,7 @@ impl Engine {
                 partitions: Default::default(),
                 merging: Arc::new(tokio::sync::Semaphore::new(dedup::maintain::MAX_MERGES)),
                 instance: uuid::Uuid::new_v4().to_string(),
+                deleted_segments: Default::default(),
             }),
         })
     }

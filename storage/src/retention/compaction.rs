@@ -11,7 +11,9 @@
 //! 1. the dirty part is `[compacted_to, limit)`, where `limit` ends the
 //!    oldest segments stored at least `min.compaction.lag.ms` ago; a cleaning
 //!    starts only when it is at least as long as the clean part before it
-//!    (Kafka's `min.cleanable.dirty.ratio` of 0.5);
+//!    (Kafka's `min.cleanable.dirty.ratio` of 0.5), or when its oldest
+//!    segment was stored longer than `max.compaction.lag.ms` ago; the counts
+//!    are compared before anything is read;
 //! 2. the latest offset of every key in the dirty part is mapped (up to
 //!    [`MAP_BYTES`] of keys: a larger dirty part is cleaned in pieces);
 //! 3. every segment of `[log_start, limit)` loses the records whose key has
@@ -24,6 +26,7 @@
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -65,36 +68,33 @@ impl Engine {
         let store = &self.inner.store;
         let compacted_to = sql::retention::compacted_to(store.reader(), p.id).await?;
         let dirty_from = compacted_to.max(p.log_start);
-        let lag_limit = now.saturating_sub(policy.min_lag_ms);
-        let Some(dirty) = self.key_map(p.id, dirty_from, lag_limit).await? else {
-            return Ok(false);
-        };
+        // Counted before anything is read: most steps end here.
         let clean =
             sql::retention::stored_records(store.reader(), p.id, p.log_start, dirty_from).await?;
-        let overdue = dirty.oldest < now.saturating_sub(policy.max_lag_ms);
-        if dirty.limit - dirty_from < clean && !overdue {
+        let dirty =
+            sql::retention::stored_records(store.reader(), p.id, dirty_from, i64::MAX).await?;
+        let first_dirty = sql::retention::heads(store.reader(), p.id, dirty_from, 1).await?;
+        let max_lag = now.saturating_sub(policy.max_lag_ms);
+        let overdue = first_dirty.first().is_some_and(|h| h.created_at < max_lag);
+        if dirty == 0 || (dirty < clean && !overdue) {
             return Ok(false);
         }
-        let (map, limit) = (dirty.keys, dirty.limit);
+        let lag_limit = now.saturating_sub(policy.min_lag_ms);
+        let Some(Dirty { keys, limit }) = self.key_map(p.id, dirty_from, lag_limit).await? else {
+            return Ok(false);
+        };
+        if limit - dirty_from < clean && !overdue {
+            return Ok(false); // most of the dirty part is younger than the lag
+        }
         let tombstones_before = now.saturating_sub(policy.delete_retention_ms);
-        let mut bases = Vec::new();
-        let mut reader = store.read_conn().await?;
-        sql::segments::scan(&mut reader.conn(), p.id, p.log_start, |segment| {
-            if segment.base_offset >= limit {
-                return Ok(ControlFlow::Break(()));
-            }
-            bases.push(segment.base_offset);
-            Ok(ControlFlow::Continue(()))
-        })
-        .await?;
-        drop(reader);
+        let bases = sql::retention::bases(store.reader(), p.id, p.log_start, limit).await?;
         for base in bases {
             self.clean_segment(p.id, base, |offset, record, created_at| {
                 let Content::Kafka(k) = &record.content else {
                     return true;
                 };
                 let Some(key) = &k.key else { return true };
-                if map.get(key).is_some_and(|&latest| latest > offset) {
+                if keys.get(key).is_some_and(|&latest| latest > offset) {
                     return false;
                 }
                 let old_tombstone =
@@ -120,7 +120,6 @@ impl Engine {
         let mut map: HashMap<Bytes, i64> = HashMap::new();
         let mut bytes = 0;
         let mut limit = from;
-        let mut oldest = i64::MAX;
         let mut reader = self.inner.store.read_conn().await?;
         sql::segments::scan(&mut reader.conn(), partition_id, from, |segment| {
             if segment.created_at > lag_limit || bytes >= MAP_BYTES {
@@ -128,7 +127,6 @@ impl Engine {
             }
             let base = segment.base_offset;
             let end = segment.end();
-            oldest = oldest.min(segment.created_at);
             for (i, record) in segment.decode()?.into_iter().enumerate() {
                 let offset = base + i as i64;
                 if offset < from {
@@ -149,11 +147,7 @@ impl Engine {
             Ok(ControlFlow::Continue(()))
         })
         .await?;
-        Ok((limit > from).then_some(Dirty {
-            keys: map,
-            limit,
-            oldest,
-        }))
+        Ok((limit > from).then_some(Dirty { keys: map, limit }))
     }
 
     /// Rewrites the segment at `base` with only the records `keep` accepts
@@ -193,6 +187,8 @@ impl Engine {
         sql::retention::delete_segment(&mut conn, partition_id, base).await?;
         conn.write_appends(&runs, &[], &[]).await?;
         tx.commit().await?;
+        // The replaced row is dead space until a vacuum (see `sweep`).
+        self.inner.deleted_segments.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 }
@@ -203,8 +199,6 @@ struct Dirty {
     keys: HashMap<Bytes, i64>,
     /// Where it ends (the first offset not mapped).
     limit: i64,
-    /// When its oldest segment was stored.
-    oldest: i64,
 }
 
 /// Splits offset-ordered survivors into runs of consecutive offsets.

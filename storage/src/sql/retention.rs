@@ -2,7 +2,7 @@
 //! the rules measure, moving the log start, deleting what lies below it,
 //! and the lease of a duty one broker at a time performs.
 
-use crate::backend::{on_db, Conn, Reader};
+use crate::backend::{on_db, Conn, Db, Reader};
 use crate::error::Result;
 use crate::model::PartitionId;
 use crate::retention::SegmentHead;
@@ -24,6 +24,26 @@ pub(crate) async fn heads(
     .bind(partition_id)
     .bind(log_start)
     .bind(limit)
+    .fetch_all(pool)
+    .await?))
+}
+
+/// The base offsets of the partition's segments from the one holding
+/// `from` up to (not including) those starting at `to`.
+pub(crate) async fn bases(
+    db: Reader<'_>,
+    partition_id: PartitionId,
+    from: i64,
+    to: i64,
+) -> Result<Vec<i64>> {
+    Ok(on_db!(db, pool => sqlx::query_scalar(
+        "SELECT base_offset FROM segments WHERE partition_id = $1 AND base_offset >= COALESCE(\
+           (SELECT MAX(base_offset) FROM segments WHERE partition_id = $1 AND base_offset <= $2), 0) \
+           AND base_offset < $3 ORDER BY base_offset",
+    )
+    .bind(partition_id)
+    .bind(from)
+    .bind(to)
     .fetch_all(pool)
     .await?))
 }
@@ -213,4 +233,28 @@ pub(crate) async fn delete_segment(
     .await
     .map(|_| ())?);
     Ok(())
+}
+
+/// On PostgreSQL with autovacuum off, vacuums `segments` when `deleted`
+/// rows (deleted since the last vacuum) are at least a fifth of its live
+/// rows, or 10,000; answers whether it did. A server with autovacuum on
+/// reclaims the space itself; SQLite reuses freed pages without help.
+pub(crate) async fn vacuum_segments_if_due(db: Reader<'_>, deleted: u64) -> Result<bool> {
+    let Db::Postgres(pool) = db else {
+        return Ok(false);
+    };
+    let (autovacuum, live): (String, f32) = sqlx::query_as(
+        "SELECT current_setting('autovacuum'), reltuples FROM pg_class \
+         WHERE oid = 'segments'::regclass",
+    )
+    .fetch_one(pool)
+    .await?;
+    let due = (live.max(0.0) as u64 / 5).max(10_000);
+    if autovacuum == "on" || deleted < due {
+        return Ok(false);
+    }
+    // Outside a transaction, as VACUUM must be; it takes no lock that
+    // holds appends or reads back.
+    sqlx::query("VACUUM segments").execute(pool).await?;
+    Ok(true)
 }
