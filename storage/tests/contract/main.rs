@@ -44,6 +44,7 @@ contract!(
     retention::completed_retention_waits_for_every_group,
     retention::eviction_needs_no_retention_switch,
     retention::delete_records_moves_the_log_start,
+    retention::a_group_below_the_log_start_continues_from_it,
     retention::one_broker_at_a_time_does_the_work,
     retention::the_sidecar_keeps_ids_for_completed_retention,
     retention::compaction_keeps_the_latest_record_per_key,

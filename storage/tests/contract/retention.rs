@@ -407,3 +407,26 @@ pub(crate) async fn compaction_waits_for_the_lag(db: &Db) {
         vec![(1, Some("2".to_owned()))]
     );
 }
+
+pub(crate) async fn a_group_below_the_log_start_continues_from_it(db: &Db) {
+    let engine = db.engine().await;
+    configure(&engine, "q", QueueOptions::default()).await;
+    for i in 0..3 {
+        push_n(&engine, "q", "p", i * 10, 10).await;
+    }
+    let first = pop(&engine, "q", "g", 5).await;
+    assert_eq!(txns(&first), names(0..5));
+    ack(&engine, "g", acks(&first, AckStatus::Completed)).await;
+    // A second batch is leased when the log start moves past it.
+    let leased = pop(&engine, "q", "g", 5).await;
+    assert_eq!(txns(&leased), names(5..10));
+    let id = partition(&engine, "q", "p").await.id;
+    engine.delete_records(id, 15).await.expect("delete");
+    ack(&engine, "g", acks(&leased, AckStatus::Completed)).await;
+    assert_eq!(
+        txns(&pop(&engine, "q", "g", 100).await),
+        names(15..30),
+        "the group goes on from the new start"
+    );
+    assert_eq!(partition(&engine, "q", "p").await.log_start, 15);
+}
