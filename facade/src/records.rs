@@ -534,5 +534,16 @@ mod tests {
                 )),
             Some(&Some(Bytes::from_static(b"order-1")))
         );
+
+        // A compacted partition's records keep their offsets, gaps and all.
+        let mut sparse = messages;
+        for (m, offset) in sparse.iter_mut().zip([40, 43, 47]) {
+            m.offset = offset;
+        }
+        let mut out = BytesMut::new();
+        encode_batch(&sparse, &mut out);
+        let set = RecordBatchDecoder::decode(&mut out.freeze()).expect("reference decoder");
+        let offsets: Vec<i64> = set.records.iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, [40, 43, 47]);
     }
 }

@@ -311,6 +311,19 @@ fn sample(api: ApiKey, version: i16) -> BytesMut {
                 .with_topics(two(t))
                 .encode(&mut buf, version)
         }
+        ApiKey::DeleteRecords => {
+            use delete_records_request::*;
+            let p = DeleteRecordsPartition::default()
+                .with_partition_index(1)
+                .with_offset(42);
+            let t = DeleteRecordsTopic::default()
+                .with_name(topic.clone())
+                .with_partitions(two(p));
+            DeleteRecordsRequest::default()
+                .with_topics(two(t))
+                .with_timeout_ms(500)
+                .encode(&mut buf, version)
+        }
         other => panic!("no sample for {other:?}"),
     };
     result.unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));
