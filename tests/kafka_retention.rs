@@ -230,23 +230,24 @@ async fn a_compacted_topic_reads_across_its_gaps(broker: &Broker) {
         .set("linger.ms", "20")
         .create()
         .expect("producer");
+    // Queued in order (send_result does not wait), acknowledged together.
     let sends: Vec<_> = (0..100)
         .map(|i| {
             let (key, value) = (format!("k{}", i % 10), format!("r{}", i / 10));
-            let p = p.clone();
-            tokio::spawn(async move {
-                let record = FutureRecord::to("compacted")
-                    .partition(0)
-                    .key(&key)
-                    .payload(&value);
-                p.send(record, TIMEOUT).await.map(|d| d.offset)
-            })
+            let record = FutureRecord::to("compacted")
+                .partition(0)
+                .key(&key)
+                .payload(&value);
+            p.send_result(record)
+                .unwrap_or_else(|(e, _)| panic!("queue the record: {e}"))
         })
         .collect();
-    for sent in sends {
-        sent.await
-            .expect("send task")
+    for (i, sent) in sends.into_iter().enumerate() {
+        let delivery = sent
+            .await
+            .expect("delivery report")
             .unwrap_or_else(|(e, _)| panic!("produce failed: {e}"));
+        assert_eq!(delivery.offset, i as i64, "records land in the order sent");
     }
     let deadline = Instant::now() + TIMEOUT;
     let latest = loop {
