@@ -30,6 +30,11 @@ pub struct Config {
     #[arg(long, env = "QUEEN_LOG", default_value = "info")]
     pub log_level: String,
 
+    /// How log lines are written (to stderr): `text`, coloured only when
+    /// stderr is a terminal, or `json`, one object per line.
+    #[arg(long, env = "QUEEN_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+
     /// Largest HTTP request body accepted, in bytes.
     #[arg(long, env = "QUEEN_MAX_BODY_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub max_body_bytes: usize,

@@ -54,13 +54,14 @@ pub async fn run(
     let broker = facade::Broker::register(engine.clone(), facade_config)
         .await
         .context("registering the broker for the Kafka facade")?;
-    // A stable line on stdout that scripts and tests wait for.
+    let (http_addr, kafka_addr) = (http.local_addr()?, kafka.local_addr()?);
+    // A stable line on stdout that scripts and tests wait for; the log
+    // says it too, for whoever reads only the log.
     println!(
-        "queen listening http={} kafka={} database={}",
-        http.local_addr()?,
-        kafka.local_addr()?,
+        "queen listening http={http_addr} kafka={kafka_addr} database={}",
         engine.backend()
     );
+    tracing::info!(http = %http_addr, kafka = %kafka_addr, database = engine.backend(), "listening");
 
     let stop = CancellationToken::new();
     let state = http::AppState {

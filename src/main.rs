@@ -1,5 +1,7 @@
 //! `queen`: runs the broker with both front doors.
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 use queen::config::Config;
 use tracing_subscriber::EnvFilter;
@@ -7,9 +9,14 @@ use tracing_subscriber::EnvFilter;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_new(&config.log_level)?)
         .with_writer(std::io::stderr)
-        .init();
+        // Colour codes belong on a terminal, not in a log file.
+        .with_ansi(std::io::stderr().is_terminal());
+    match config.log_format.as_str() {
+        "json" => logs.json().init(),
+        _ => logs.init(),
+    }
     queen::run(config, queen::shutdown_signal()).await
 }
