@@ -18,8 +18,9 @@
 //!    [`MAP_BYTES`] of keys: a larger dirty part is cleaned in pieces);
 //! 3. every segment of `[log_start, limit)` loses the records whose key has
 //!    a later offset in the map, and the tombstones (null values) that were
-//!    already cleaned once and are older than `delete.retention.ms`; each
-//!    segment is rewritten in its own short transaction;
+//!    already cleaned once and are older than `delete.retention.ms`: they
+//!    are found with a reader, and only a segment that loses records is
+//!    rewritten, in its own short transaction;
 //! 4. `compacted_to` moves to `limit`.
 //!
 //! Records without a key (native messages) are never removed by it.
@@ -87,21 +88,38 @@ impl Engine {
             return Ok(false); // most of the dirty part is younger than the lag
         }
         let tombstones_before = now.saturating_sub(policy.delete_retention_ms);
-        let bases = sql::retention::bases(store.reader(), p.id, p.log_start, limit).await?;
-        for base in bases {
-            self.clean_segment(p.id, base, |offset, record, created_at| {
-                let Content::Kafka(k) = &record.content else {
-                    return true;
-                };
-                let Some(key) = &k.key else { return true };
-                if keys.get(key).is_some_and(|&latest| latest > offset) {
-                    return false;
-                }
-                let old_tombstone =
-                    k.value.is_none() && offset < compacted_to && created_at < tombstones_before;
-                !old_tombstone
-            })
-            .await?;
+        let keep = |offset: i64, record: &Record, created_at: i64| {
+            let Content::Kafka(k) = &record.content else {
+                return true;
+            };
+            let Some(key) = &k.key else { return true };
+            if keys.get(key).is_some_and(|&latest| latest > offset) {
+                return false;
+            }
+            let old_tombstone =
+                k.value.is_none() && offset < compacted_to && created_at < tombstones_before;
+            !old_tombstone
+        };
+        // Found with a reader first: only the segments that lose records
+        // take the writer, one short transaction each.
+        let mut doomed = Vec::new();
+        let mut reader = store.read_conn().await?;
+        sql::segments::scan(&mut reader.conn(), p.id, p.log_start, |segment| {
+            if segment.base_offset >= limit {
+                return Ok(ControlFlow::Break(()));
+            }
+            let (base, created_at) = (segment.base_offset, segment.created_at);
+            let records = segment.decode()?;
+            let loses = (base..).zip(&records).any(|(o, r)| !keep(o, r, created_at));
+            if loses {
+                doomed.push(base);
+            }
+            Ok(ControlFlow::Continue(()))
+        })
+        .await?;
+        drop(reader);
+        for base in doomed {
+            self.clean_segment(p.id, base, &keep).await?;
         }
         let mut tx = store.begin_write().await?;
         sql::retention::set_compacted_to(&mut tx.conn(), p.id, limit).await?;

@@ -28,26 +28,6 @@ pub(crate) async fn heads(
     .await?))
 }
 
-/// The base offsets of the partition's segments from the one holding
-/// `from` up to (not including) those starting at `to`.
-pub(crate) async fn bases(
-    db: Reader<'_>,
-    partition_id: PartitionId,
-    from: i64,
-    to: i64,
-) -> Result<Vec<i64>> {
-    Ok(on_db!(db, pool => sqlx::query_scalar(
-        "SELECT base_offset FROM segments WHERE partition_id = $1 AND base_offset >= COALESCE(\
-           (SELECT MAX(base_offset) FROM segments WHERE partition_id = $1 AND base_offset <= $2), 0) \
-           AND base_offset < $3 ORDER BY base_offset",
-    )
-    .bind(partition_id)
-    .bind(from)
-    .bind(to)
-    .fetch_all(pool)
-    .await?))
-}
-
 /// The stored size of the partition's segments that end after `log_start`.
 pub(crate) async fn stored_bytes(
     db: Reader<'_>,
