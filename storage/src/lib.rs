@@ -53,6 +53,7 @@ mod sqlite;
 pub mod topic_configs;
 mod topics;
 mod txn;
+mod vacuum;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -110,8 +111,8 @@ struct Inner {
     merging: Arc<tokio::sync::Semaphore>,
     /// This engine's name as the holder of a duty (`retention`).
     instance: String,
-    /// Segment rows retention deleted since it last vacuumed them.
-    deleted_segments: std::sync::atomic::AtomicU64,
+    /// Rows the background tasks deleted since they last vacuumed.
+    vacuum: vacuum::Debt,
 }
 
 /// The items of one request that go to one partition.
@@ -150,7 +151,7 @@ impl Engine {
                 partitions: Default::default(),
                 merging: Arc::new(tokio::sync::Semaphore::new(dedup::maintain::MAX_MERGES)),
                 instance: uuid::Uuid::new_v4().to_string(),
-                deleted_segments: Default::default(),
+                vacuum: Default::default(),
             }),
         })
     }

@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::model::PartitionId;
 use crate::sql;
 use crate::sql::dedup::{NewRun, RunHead};
+use crate::vacuum::Table;
 use crate::Engine;
 
 /// Sidecar rows are kept at least this long whatever the window, for the
@@ -62,6 +63,16 @@ impl Engine {
             _ => sql::dedup::merge_candidate(&mut conn, MERGE_FANOUT).await?,
         };
         tx.commit().await?;
+        self.inner.vacuum.add(Table::DedupPages, swept);
+        self.inner.vacuum.add(Table::TxnHashes, purged);
+        self.inner
+            .vacuum
+            .settle(store.reader(), Table::DedupPages)
+            .await?;
+        self.inner
+            .vacuum
+            .settle(store.reader(), Table::TxnHashes)
+            .await?;
         // Merges run beside the upkeep, so that a long one (millions of ids)
         // does not hold back the small ones that keep a partition's run
         // count low meanwhile.

@@ -27,7 +27,6 @@
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -36,6 +35,7 @@ use crate::error::Result;
 use crate::model::{PartitionId, PartitionInfo};
 use crate::record::{encode_segment, Content, Record};
 use crate::sql;
+use crate::vacuum::Table;
 use crate::Engine;
 
 /// The memory the key map of one cleaning may take (keys and their
@@ -205,8 +205,8 @@ impl Engine {
         sql::retention::delete_segment(&mut conn, partition_id, base).await?;
         conn.write_appends(&runs, &[], &[]).await?;
         tx.commit().await?;
-        // The replaced row is dead space until a vacuum (see `sweep`).
-        self.inner.deleted_segments.fetch_add(1, Ordering::Relaxed);
+        // The replaced row is dead space until a vacuum.
+        self.inner.vacuum.add(Table::Segments, 1);
         Ok(())
     }
 }

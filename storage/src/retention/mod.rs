@@ -17,9 +17,8 @@
 //! - nothing else: appends never move it.
 //!
 //! The work is done in bounded steps of short transactions, none under a
-//! partition's append lock. PostgreSQL gives deleted rows' space back
-//! through VACUUM: autovacuum does it where it is on; where it is off, the
-//! duty's holder vacuums `segments` itself once enough rows went. With several brokers on one PostgreSQL
+//! partition's append lock. On PostgreSQL the deleted rows' space comes
+//! back through VACUUM ([`crate::vacuum`]). With several brokers on one PostgreSQL
 //! database, one broker at a time does it: the duty's lease (table
 //! `duties`) is renewed by every step, and taken over by another broker
 //! once its holder has stopped renewing it.
@@ -32,8 +31,6 @@
 mod compaction;
 mod policy;
 
-use std::sync::atomic::Ordering;
-
 use compaction::CompactionPolicy;
 pub(crate) use policy::{PartitionView, RetentionPolicy, SegmentHead};
 
@@ -42,6 +39,7 @@ use crate::model::{PartitionId, PartitionInfo};
 use crate::options::QueueOptions;
 use crate::sql;
 use crate::topic_configs;
+use crate::vacuum::Table;
 use crate::Engine;
 
 /// The duty's name in `duties`.
@@ -110,11 +108,11 @@ impl Engine {
             }
         }
         let swept = self.sweep(SWEEP_SEGMENTS).await?;
-        let unvacuumed = &self.inner.deleted_segments;
-        let deleted = unvacuumed.fetch_add(swept, Ordering::Relaxed) + swept;
-        if sql::retention::vacuum_segments_if_due(store.reader(), deleted).await? {
-            unvacuumed.store(0, Ordering::Relaxed);
-        }
+        self.inner.vacuum.add(Table::Segments, swept);
+        self.inner
+            .vacuum
+            .settle(store.reader(), Table::Segments)
+            .await?;
         Ok(more || swept >= SWEEP_SEGMENTS as u64)
     }
 

@@ -2,7 +2,7 @@
 //! the rules measure, moving the log start, deleting what lies below it,
 //! and the lease of a duty one broker at a time performs.
 
-use crate::backend::{on_db, Conn, Db, Reader};
+use crate::backend::{on_db, Conn, Reader};
 use crate::error::Result;
 use crate::model::PartitionId;
 use crate::retention::SegmentHead;
@@ -213,28 +213,4 @@ pub(crate) async fn delete_segment(
     .await
     .map(|_| ())?);
     Ok(())
-}
-
-/// On PostgreSQL with autovacuum off, vacuums `segments` when `deleted`
-/// rows (deleted since the last vacuum) are at least a fifth of its live
-/// rows, or 10,000; answers whether it did. A server with autovacuum on
-/// reclaims the space itself; SQLite reuses freed pages without help.
-pub(crate) async fn vacuum_segments_if_due(db: Reader<'_>, deleted: u64) -> Result<bool> {
-    let Db::Postgres(pool) = db else {
-        return Ok(false);
-    };
-    let (autovacuum, live): (String, f32) = sqlx::query_as(
-        "SELECT current_setting('autovacuum'), reltuples FROM pg_class \
-         WHERE oid = 'segments'::regclass",
-    )
-    .fetch_one(pool)
-    .await?;
-    let due = (live.max(0.0) as u64 / 5).max(10_000);
-    if autovacuum == "on" || deleted < due {
-        return Ok(false);
-    }
-    // Outside a transaction, as VACUUM must be; it takes no lock that
-    // holds appends or reads back.
-    sqlx::query("VACUUM segments").execute(pool).await?;
-    Ok(true)
 }
