@@ -35,3 +35,61 @@ async fn segments_are_compressed_with_lz4() {
     );
     assert!(stored < raw / 2, "{stored} bytes stored for {raw}");
 }
+
+/// On a server without autovacuum, retention vacuums `segments` once it
+/// has deleted enough rows, so their space is reused (`storage/src/vacuum.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn retention_vacuums_what_it_deleted_when_autovacuum_is_off() {
+    let db = Db::postgres().await;
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    let autovacuum: String = sqlx::query_scalar("SELECT current_setting('autovacuum')")
+        .fetch_one(&mut conn)
+        .await
+        .expect("setting");
+    if autovacuum == "on" {
+        println!("skipped: this server autovacuums, so the broker leaves VACUUM to it");
+        return;
+    }
+    let engine = db.engine().await;
+    let p = one_partition_topic(&engine, "vacuumed").await;
+    // 10,001 one-record segments, past the debt that is due: one appended,
+    // copied 10,000 times behind it (appends would share group commits).
+    engine
+        .append_records("vacuumed", p, vec![kafka("x", 0)])
+        .await
+        .expect("append");
+    db.execute(
+        "INSERT INTO segments (partition_id, base_offset, record_count, created_at, \
+         max_timestamp, format, records) \
+         SELECT partition_id, g, 1, created_at, max_timestamp, format, records \
+         FROM segments, generate_series(1, 10000) AS g",
+    )
+    .await;
+    db.execute("UPDATE partitions SET next_offset = 10001")
+        .await;
+    engine.delete_records(p, -1).await.expect("delete records");
+    while engine.enforce_retention().await.expect("retention") {}
+
+    let vacuums = || async {
+        let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+        sqlx::query_scalar::<_, i64>(
+            "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'segments'",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .expect("stats")
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while vacuums().await == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "segments was never vacuumed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM segments")
+        .fetch_one(&mut conn)
+        .await
+        .expect("count");
+    assert_eq!(left, 0);
+}
