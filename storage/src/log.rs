@@ -144,7 +144,8 @@ impl Engine {
 
     /// The partition's log start and next offset.
     pub async fn log_bounds(&self, partition_id: PartitionId) -> Result<LogBounds> {
-        sql::catalog::bounds(&self.inner.store, partition_id)
+        let mut reader = self.inner.store.read_conn().await?;
+        sql::catalog::bounds(&mut reader.conn(), partition_id)
             .await?
             .ok_or(StorageError::PartitionNotFound(partition_id))
     }

@@ -35,6 +35,7 @@ use compaction::CompactionPolicy;
 pub(crate) use policy::{PartitionView, RetentionPolicy, SegmentHead};
 
 use crate::error::{Result, StorageError};
+use crate::log::LogBounds;
 use crate::model::{PartitionId, PartitionInfo};
 use crate::options::QueueOptions;
 use crate::sql;
@@ -179,7 +180,10 @@ impl Engine {
     pub async fn delete_records(&self, partition_id: PartitionId, offset: i64) -> Result<i64> {
         let mut tx = self.inner.store.begin_write().await?;
         let mut conn = tx.conn();
-        let (log_start, next_offset) = sql::retention::bounds(&mut conn, partition_id)
+        let LogBounds {
+            log_start,
+            next_offset,
+        } = sql::catalog::bounds(&mut conn, partition_id)
             .await?
             .ok_or(StorageError::PartitionNotFound(partition_id))?;
         let target = if offset == -1 { next_offset } else { offset };

@@ -296,13 +296,17 @@ pub(crate) async fn queues(store: &Store) -> Result<Vec<QueueInfo>> {
         .collect()
 }
 
-/// The partition's log start and next offset, if it exists.
-pub(crate) async fn bounds(store: &Store, partition_id: PartitionId) -> Result<Option<LogBounds>> {
-    Ok(on_db!(store.reader(), pool => sqlx::query_as(
+/// The partition's log start and next offset, if it exists (on a reader's
+/// connection, or inside a write that moves them).
+pub(crate) async fn bounds(
+    conn: &mut Conn<'_>,
+    partition_id: PartitionId,
+) -> Result<Option<LogBounds>> {
+    Ok(on_db!(conn, c => sqlx::query_as(
         "SELECT log_start, next_offset FROM partitions WHERE id = $1",
     )
     .bind(partition_id)
-    .fetch_optional(pool)
+    .fetch_optional(&mut **c)
     .await?))
 }
 

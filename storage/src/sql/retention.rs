@@ -58,19 +58,6 @@ pub(crate) async fn min_committed(
     .await?))
 }
 
-/// The partition's log start and next offset, read inside a write.
-pub(crate) async fn bounds(
-    conn: &mut Conn<'_>,
-    partition_id: PartitionId,
-) -> Result<Option<(i64, i64)>> {
-    Ok(on_db!(conn, c => sqlx::query_as(
-        "SELECT log_start, next_offset FROM partitions WHERE id = $1",
-    )
-    .bind(partition_id)
-    .fetch_optional(&mut **c)
-    .await?))
-}
-
 /// Moves the partition's log start up to `offset` (never down, never past
 /// the next offset).
 pub(crate) async fn advance_log_start(
