@@ -153,14 +153,19 @@ impl Engine {
     }
 
     /// Deletes up to `limit` segments that lie wholly below their
-    /// partition's log start, in one transaction; returns how many.
+    /// partition's log start, in one transaction; returns how many. The
+    /// partitions are found with a reader: the writer is taken only when
+    /// there is something to delete.
     async fn sweep(&self, limit: i64) -> Result<u64> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let store = &self.inner.store;
+        let due = sql::retention::partitions_to_sweep(store.reader(), limit).await?;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = store.begin_write().await?;
         let mut conn = tx.conn();
         let mut deleted = 0;
-        for (partition_id, log_start) in
-            sql::retention::partitions_to_sweep(&mut conn, limit).await?
-        {
+        for (partition_id, log_start) in due {
             let left = limit - deleted as i64;
             if left <= 0 {
                 break;

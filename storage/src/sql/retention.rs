@@ -79,17 +79,17 @@ pub(crate) async fn advance_log_start(
 
 /// Partitions holding segments wholly below their log start, with it.
 pub(crate) async fn partitions_to_sweep(
-    conn: &mut Conn<'_>,
+    db: Reader<'_>,
     limit: i64,
 ) -> Result<Vec<(PartitionId, i64)>> {
-    Ok(on_db!(conn, c => sqlx::query_as(
+    Ok(on_db!(db, pool => sqlx::query_as(
         "SELECT p.id, p.log_start FROM partitions p WHERE EXISTS (\
            SELECT 1 FROM segments s WHERE s.partition_id = p.id \
              AND s.base_offset < p.log_start AND s.base_offset + s.record_count <= p.log_start) \
          LIMIT $1",
     )
     .bind(limit)
-    .fetch_all(&mut **c)
+    .fetch_all(pool)
     .await?))
 }
 
