@@ -16,7 +16,8 @@
 //! `cargo bench --bench retention` runs 10 minutes at 20,000 records/s on
 //! SQLite with retention.ms=60000; `-- --backend postgres`, `--rate N`
 //! (0: as fast as the broker takes them), `--retention-ms 0` and
-//! `--keys 10000` change that.
+//! `--keys 10000` (with `--dirty-ratio R`, the topic's
+//! `min.cleanable.dirty.ratio`, 0.5 by default) change that.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -43,6 +44,7 @@ struct Args {
     rate: u64,
     retention_ms: i64,
     keys: u64,
+    dirty_ratio: String,
     sample_seconds: u64,
 }
 
@@ -54,6 +56,7 @@ fn args() -> Args {
         rate: flags.get("rate", 20_000),
         retention_ms: flags.get("retention-ms", 60_000),
         keys: flags.get("keys", 0),
+        dirty_ratio: flags.get("dirty-ratio", "0.5".to_owned()),
         sample_seconds: flags.get("sample-seconds", 10).max(1),
     }
 }
@@ -98,7 +101,9 @@ async fn create(kafka: &str, args: &Args) {
     let retention = args.retention_ms.to_string();
     let mut topic = NewTopic::new(TOPIC, 1, TopicReplication::Fixed(1));
     topic = if args.keys > 0 {
-        topic.set("cleanup.policy", "compact")
+        topic
+            .set("cleanup.policy", "compact")
+            .set("min.cleanable.dirty.ratio", &args.dirty_ratio)
     } else if args.retention_ms > 0 {
         topic.set("retention.ms", &retention)
     } else {
@@ -219,7 +224,10 @@ async fn main() {
     let pid = broker.child.id();
     create(&broker.kafka, &args).await;
     let what = if args.keys > 0 {
-        format!("cleanup.policy=compact over {} keys", args.keys)
+        format!(
+            "cleanup.policy=compact over {} keys, min.cleanable.dirty.ratio={}",
+            args.keys, args.dirty_ratio
+        )
     } else if args.retention_ms > 0 {
         format!("retention.ms={}", args.retention_ms)
     } else {

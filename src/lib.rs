@@ -108,6 +108,16 @@ pub async fn run(
             async move { engine.enforce_retention().await }
         },
     ));
+    let compaction_engine = engine.clone();
+    let compaction = tokio::spawn(upkeep(
+        "compaction",
+        COMPACTION_INTERVAL,
+        stop.clone(),
+        move || {
+            let engine = compaction_engine.clone();
+            async move { engine.enforce_compaction().await }
+        },
+    ));
     let expiry = tokio::spawn(expire_producers(
         engine.clone(),
         config.producer_id_expiration_ms,
@@ -122,6 +132,7 @@ pub async fn run(
     sweeper.await?;
     dedup.await?;
     retention.await?;
+    compaction.await?;
     engine.close().await;
     Ok(())
 }
@@ -142,6 +153,12 @@ const DEDUP_UPKEEP_INTERVAL: std::time::Duration = std::time::Duration::from_sec
 /// at most, a message past its retention is deleted (Kafka checks every
 /// five minutes by default).
 const RETENTION_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The pause between compaction checks once nothing is waiting. Shorter
+/// than retention's: a compacted partition stores every write until the
+/// next cleaning, so this bounds how far its stored records rise above its
+/// live keys. A check reads a few sums per compacted partition.
+const COMPACTION_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Runs the bounded background `step` until `stop`: again after a short
 /// breath (that lets other writers in) while it reports more work waiting,

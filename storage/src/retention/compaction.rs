@@ -7,11 +7,17 @@
 //! reader sees the gaps between rows (readers resume after the end of the
 //! last row they read, so a row replaced under them is not read twice).
 //!
+//! Compaction has its own step ([`Engine::enforce_compaction`]) and duty,
+//! checked more often than retention: how far a partition's stored-record
+//! count rises above its live keys depends on how soon a cleaning follows
+//! the writes that made it dirty.
+//!
 //! A cleaning of a partition, like Kafka's cleaner:
 //! 1. the dirty part is `[compacted_to, limit)`, where `limit` ends the
 //!    oldest segments stored at least `min.compaction.lag.ms` ago; a cleaning
-//!    starts only when it is at least as long as the clean part before it
-//!    (Kafka's `min.cleanable.dirty.ratio` of 0.5), or when its oldest
+//!    starts only when more than `min.cleanable.dirty.ratio` (0.5 by
+//!    default) of the partition's stored records are dirty (Kafka counts
+//!    bytes; records are what is at hand here), or when its oldest dirty
 //!    segment was stored longer than `max.compaction.lag.ms` ago; the counts
 //!    are compared before anything is read;
 //! 2. the latest offset of every key in the dirty part is mapped (up to
@@ -19,8 +25,9 @@
 //! 3. every segment of `[log_start, limit)` loses the records whose key has
 //!    a later offset in the map, and the tombstones (null values) that were
 //!    already cleaned once and are older than `delete.retention.ms`: they
-//!    are found with a reader, and only a segment that loses records is
-//!    rewritten, in its own short transaction;
+//!    are found with a reader, and only the segments that lose records are
+//!    rewritten, a bounded batch per short transaction
+//!    ([`REWRITE_SEGMENTS`], [`REWRITE_BYTES`]);
 //! 4. `compacted_to` moves to `limit`.
 //!
 //! Records without a key (native messages) are never removed by it.
@@ -33,8 +40,10 @@ use bytes::Bytes;
 use crate::append::NewSegment;
 use crate::error::Result;
 use crate::model::{PartitionId, PartitionInfo};
+use crate::options::QueueOptions;
 use crate::record::{encode_segment, Content, Record};
 use crate::sql;
+use crate::topic_configs;
 use crate::vacuum::Table;
 use crate::Engine;
 
@@ -45,9 +54,21 @@ const MAP_BYTES: usize = 32 << 20;
 /// What a map entry costs besides its key's bytes.
 const ENTRY_OVERHEAD: usize = 64;
 
+/// The most segments one rewrite transaction replaces.
+const REWRITE_SEGMENTS: usize = 256;
+
+/// A rewrite transaction takes no more segments once it has read this many
+/// bytes of them: the writer is held briefly whatever the segments' size.
+const REWRITE_BYTES: usize = 4 << 20;
+
+/// The duty's name in `duties`.
+const DUTY: &str = "compaction";
+
 /// The compaction settings of a queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct CompactionPolicy {
+    /// The share of stored records that must be dirty before a cleaning.
+    pub min_dirty_ratio: f64,
     /// Records stored more recently than this (ms) are not cleaned yet.
     pub min_lag_ms: i64,
     /// Records stored longer ago than this (ms) are cleaned whatever the
@@ -57,7 +78,49 @@ pub(crate) struct CompactionPolicy {
     pub delete_retention_ms: i64,
 }
 
+impl CompactionPolicy {
+    /// The queue's compaction settings, when its cleanup policy compacts.
+    pub(crate) fn of(options: &QueueOptions) -> Option<Self> {
+        topic_configs::cleanup_policy(options)
+            .compact
+            .then(|| Self {
+                min_dirty_ratio: topic_configs::min_cleanable_dirty_ratio(options),
+                min_lag_ms: topic_configs::min_compaction_lag_ms(options),
+                max_lag_ms: topic_configs::max_compaction_lag_ms(options),
+                delete_retention_ms: topic_configs::delete_retention_ms(options),
+            })
+    }
+
+    /// Whether `dirty` records against `clean` ones are worth a cleaning.
+    fn worth_cleaning(&self, clean: i64, dirty: i64) -> bool {
+        dirty > 0 && dirty as f64 > self.min_dirty_ratio * (clean + dirty) as f64
+    }
+}
+
 impl Engine {
+    /// One step of compaction: cleans every partition of a compacted topic
+    /// whose dirty part has grown enough. Returns whether it cleaned any
+    /// (the caller looks again at once) or not (the caller pauses). Like
+    /// retention, one broker at a time does it; a broker with no compacted
+    /// topic does not even take the duty.
+    pub async fn enforce_compaction(&self) -> Result<bool> {
+        let now = self.inner.clock.now_ms();
+        let mut due = Vec::new();
+        for queue in self.queues().await? {
+            if let Some(policy) = CompactionPolicy::of(&queue.options) {
+                due.extend(queue.partitions.into_iter().map(|p| (policy, p)));
+            }
+        }
+        if due.is_empty() || !self.hold_duty(DUTY, now).await? {
+            return Ok(false);
+        }
+        let mut cleaned = false;
+        for (policy, partition) in &due {
+            cleaned |= self.compact(*policy, partition, now).await?;
+        }
+        Ok(cleaned)
+    }
+
     /// Cleans the partition if its dirty part has grown enough; returns
     /// whether it did.
     pub(super) async fn compact(
@@ -77,14 +140,14 @@ impl Engine {
         let first_dirty = sql::retention::heads(store.reader(), p.id, dirty_from, 1).await?;
         let max_lag = now.saturating_sub(policy.max_lag_ms);
         let overdue = first_dirty.first().is_some_and(|h| h.created_at < max_lag);
-        if dirty == 0 || (dirty < clean && !overdue) {
+        if dirty == 0 || !(overdue || policy.worth_cleaning(clean, dirty)) {
             return Ok(false);
         }
         let lag_limit = now.saturating_sub(policy.min_lag_ms);
         let Some(Dirty { keys, limit }) = self.key_map(p.id, dirty_from, lag_limit).await? else {
             return Ok(false);
         };
-        if limit - dirty_from < clean && !overdue {
+        if !(overdue || policy.worth_cleaning(clean, limit - dirty_from)) {
             return Ok(false); // most of the dirty part is younger than the lag
         }
         let tombstones_before = now.saturating_sub(policy.delete_retention_ms);
@@ -118,9 +181,7 @@ impl Engine {
         })
         .await?;
         drop(reader);
-        for base in doomed {
-            self.clean_segment(p.id, base, &keep).await?;
-        }
+        self.clean_segments(p.id, &doomed, &keep).await?;
         let mut tx = store.begin_write().await?;
         sql::retention::set_compacted_to(&mut tx.conn(), p.id, limit).await?;
         tx.commit().await?;
@@ -168,45 +229,54 @@ impl Engine {
         Ok((limit > from).then_some(Dirty { keys: map, limit }))
     }
 
-    /// Rewrites the segment at `base` with only the records `keep` accepts
-    /// (given their offset, record and the segment's creation time), as one
-    /// row per run of consecutive survivors, in one transaction. Nothing is
-    /// written when every record stays.
-    async fn clean_segment(
+    /// Rewrites the segments at `bases` with only the records `keep`
+    /// accepts (given their offset, record and the segment's creation
+    /// time), each as one row per run of consecutive survivors, a bounded
+    /// batch of segments per transaction.
+    async fn clean_segments(
         &self,
         partition_id: PartitionId,
-        base: i64,
+        bases: &[i64],
         keep: impl Fn(i64, &Record, i64) -> bool,
     ) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
-        let mut conn = tx.conn();
-        // Read again under the write lock: DeleteRecords may have swept it.
-        let Some(segment) = sql::segments::at(&mut conn, partition_id, base).await? else {
-            return Ok(());
-        };
-        if segment.base_offset != base {
-            return Ok(());
+        let mut bases = bases.iter().copied().peekable();
+        while bases.peek().is_some() {
+            let mut tx = self.inner.store.begin_write().await?;
+            let mut conn = tx.conn();
+            let (mut replaced, mut bytes, mut runs) = (0, 0, Vec::new());
+            while replaced < REWRITE_SEGMENTS && bytes < REWRITE_BYTES {
+                let Some(base) = bases.next() else { break };
+                // Read again under the write lock: DeleteRecords may have
+                // swept it.
+                let Some(segment) = sql::segments::at(&mut conn, partition_id, base).await? else {
+                    continue;
+                };
+                if segment.base_offset != base {
+                    continue;
+                }
+                bytes += segment.records.len();
+                let created_at = segment.created_at;
+                let records = segment.decode()?;
+                let survivors: Vec<(i64, &Record)> = (base..)
+                    .zip(&records)
+                    .filter(|&(offset, r)| keep(offset, r, created_at))
+                    .collect();
+                if survivors.len() == records.len() {
+                    continue;
+                }
+                runs.extend(
+                    runs_of_consecutive(&survivors)
+                        .into_iter()
+                        .map(|run| new_segment(partition_id, created_at, run)),
+                );
+                sql::retention::delete_segment(&mut conn, partition_id, base).await?;
+                replaced += 1;
+            }
+            conn.write_appends(&runs, &[], &[]).await?;
+            tx.commit().await?;
+            // The replaced rows are dead space until a vacuum.
+            self.inner.vacuum.add(Table::Segments, replaced as u64);
         }
-        let created_at = segment.created_at;
-        let records = segment.decode()?;
-        let survivors: Vec<(i64, &Record)> = records
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (base + i as i64, r))
-            .filter(|&(offset, r)| keep(offset, r, created_at))
-            .collect();
-        if survivors.len() == records.len() {
-            return Ok(());
-        }
-        let runs = runs_of_consecutive(&survivors)
-            .into_iter()
-            .map(|run| new_segment(partition_id, created_at, run))
-            .collect::<Vec<_>>();
-        sql::retention::delete_segment(&mut conn, partition_id, base).await?;
-        conn.write_appends(&runs, &[], &[]).await?;
-        tx.commit().await?;
-        // The replaced row is dead space until a vacuum.
-        self.inner.vacuum.add(Table::Segments, 1);
         Ok(())
     }
 }

@@ -16,6 +16,10 @@
 //! - Kafka's DeleteRecords ([`Engine::delete_records`]), to any offset;
 //! - nothing else: appends never move it.
 //!
+//! Compaction ([`compaction`], `cleanup.policy=compact`) deletes inside the
+//! log instead, leaving gaps; it has its own step and duty
+//! ([`Engine::enforce_compaction`]).
+//!
 //! The work is done in bounded steps of short transactions, none under a
 //! partition's append lock. On PostgreSQL the deleted rows' space comes
 //! back through VACUUM ([`crate::vacuum`]). With several brokers on one PostgreSQL
@@ -31,7 +35,6 @@
 mod compaction;
 mod policy;
 
-use compaction::CompactionPolicy;
 pub(crate) use policy::{PartitionView, RetentionPolicy, SegmentHead};
 
 use crate::error::{Result, StorageError};
@@ -39,14 +42,14 @@ use crate::log::LogBounds;
 use crate::model::{PartitionId, PartitionInfo};
 use crate::options::QueueOptions;
 use crate::sql;
-use crate::topic_configs;
 use crate::vacuum::Table;
 use crate::Engine;
 
 /// The duty's name in `duties`.
 const DUTY: &str = "retention";
 
-/// How long a broker holds the duty after its last step.
+/// How long a broker holds a duty (retention, compaction) after its last
+/// step.
 const DUTY_LEASE_MS: i64 = 30_000;
 
 /// The oldest segments of a partition one step looks at.
@@ -54,17 +57,6 @@ const HEADS: i64 = 1_000;
 
 /// Segments one step deletes (all partitions together).
 const SWEEP_SEGMENTS: i64 = 500;
-
-/// The queue's compaction settings, when its policy compacts.
-fn compaction_policy(options: &QueueOptions) -> Option<CompactionPolicy> {
-    topic_configs::cleanup_policy(options)
-        .compact
-        .then(|| CompactionPolicy {
-            min_lag_ms: topic_configs::min_compaction_lag_ms(options),
-            max_lag_ms: topic_configs::max_compaction_lag_ms(options),
-            delete_retention_ms: topic_configs::delete_retention_ms(options),
-        })
-}
 
 /// How long the sidecar keeps a queue's transaction ids, before its floor.
 pub(crate) fn sidecar_seconds(options: &QueueOptions) -> i64 {
@@ -82,30 +74,16 @@ impl Engine {
     pub async fn enforce_retention(&self) -> Result<bool> {
         let now = self.inner.clock.now_ms();
         let store = &self.inner.store;
-        let mut tx = store.begin_write().await?;
-        let held = sql::retention::hold_duty(
-            &mut tx.conn(),
-            DUTY,
-            &self.inner.instance,
-            now,
-            now + DUTY_LEASE_MS,
-        )
-        .await?;
-        tx.commit().await?;
-        if !held {
+        if !self.hold_duty(DUTY, now).await? {
             return Ok(false);
         }
         let mut more = false;
         for queue in self.queues().await? {
-            let retention = RetentionPolicy::of(&queue.options);
-            let compaction = compaction_policy(&queue.options);
+            let Some(policy) = RetentionPolicy::of(&queue.options) else {
+                continue;
+            };
             for partition in &queue.partitions {
-                if let Some(policy) = &retention {
-                    more |= self.apply(policy, partition, now).await?;
-                }
-                if let Some(policy) = compaction {
-                    self.compact(policy, partition, now).await?;
-                }
+                more |= self.apply(&policy, partition, now).await?;
             }
         }
         let swept = self.sweep(SWEEP_SEGMENTS).await?;
@@ -115,6 +93,22 @@ impl Engine {
             .settle(store.reader(), Table::Segments)
             .await?;
         Ok(more || swept >= SWEEP_SEGMENTS as u64)
+    }
+
+    /// Takes or renews the duty `name` for this broker, unless another
+    /// broker holds it; returns whether this broker holds it now.
+    async fn hold_duty(&self, name: &str, now: i64) -> Result<bool> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let held = sql::retention::hold_duty(
+            &mut tx.conn(),
+            name,
+            &self.inner.instance,
+            now,
+            now + DUTY_LEASE_MS,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(held)
     }
 
     /// Moves the partition's log start as far as `policy` allows within the

@@ -17,8 +17,18 @@ use crate::record::{decode_segment, Record};
 /// The select list of a [`SegmentRow`].
 const COLUMNS: &str = "base_offset, record_count, created_at, format, records";
 
-/// The most segments one page of a [`scan`] asks for.
+/// The most segments one page of a [`scan`] asks for, whatever their size.
 const MAX_PAGE: i64 = 16;
+
+/// Pages of small segments may grow past [`MAX_PAGE`] rows while they stay
+/// under this many bytes (judged by the rows read so far), up to
+/// [`MAX_SMALL_PAGE`] rows: a compacted partition's clean part is mostly
+/// one-record rows, and sixteen of them per round trip made its readers and
+/// its cleaner slow.
+const PAGE_BYTES: i64 = 1 << 20;
+
+/// The most small segments one page asks for.
+const MAX_SMALL_PAGE: i64 = 1_024;
 
 /// A stored segment as read back.
 #[derive(Debug, sqlx::FromRow)]
@@ -47,7 +57,8 @@ impl SegmentRow {
 /// offsets at or after `from`, until `visit` breaks or the partition ends.
 ///
 /// Segments are asked for a page at a time (1, 2, 4, … up to 16 rows: one
-/// segment often holds a whole batch) and streamed: PostgreSQL sends every row a query selects, whether or not the
+/// segment often holds a whole batch; more when the rows are small, see
+/// [`PAGE_BYTES`]) and streamed: PostgreSQL sends every row a query selects, whether or not the
 /// reader stops early, so an open-ended range would ship the whole rest of
 /// a long partition to a reader that wants one batch of it. The first page
 /// starts at the segment holding `from`, found through the primary key
@@ -72,6 +83,7 @@ pub(crate) async fn scan(
     );
     let mut page: i64 = 1;
     let mut resume_at: Option<i64> = None;
+    let (mut rows_read, mut bytes_read) = (0i64, 0i64);
     loop {
         let sql = if resume_at.is_some() { &next } else { &first };
         let (rows, stopped) = on_db!(conn, c => {
@@ -83,6 +95,7 @@ pub(crate) async fn scan(
             let (mut rows, mut stopped) = (0, false);
             while let Some(segment) = stream.try_next().await? {
                 rows += 1;
+                bytes_read += segment.records.len() as i64;
                 resume_at = Some(segment.end());
                 if segment.end() > from && visit(segment)?.is_break() {
                     stopped = true;
@@ -94,7 +107,9 @@ pub(crate) async fn scan(
         if stopped || rows < page {
             return Ok(());
         }
-        page = (page * 2).min(MAX_PAGE);
+        rows_read += rows;
+        let small_rows = PAGE_BYTES / (bytes_read / rows_read).max(1);
+        page = (page * 2).min(small_rows.clamp(MAX_PAGE, MAX_SMALL_PAGE));
     }
 }
 

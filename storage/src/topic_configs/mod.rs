@@ -42,6 +42,9 @@ pub const DELETE_RETENTION_MS: &str = "delete.retention.ms";
 pub const MIN_COMPACTION_LAG_MS: &str = "min.compaction.lag.ms";
 /// `max.compaction.lag.ms`: records older than this are compacted soon.
 pub const MAX_COMPACTION_LAG_MS: &str = "max.compaction.lag.ms";
+/// `min.cleanable.dirty.ratio`: how much of a compacted partition must be
+/// dirty before it is cleaned.
+pub const MIN_CLEANABLE_DIRTY_RATIO: &str = "min.cleanable.dirty.ratio";
 /// `max.message.bytes`: the largest record batch a produce may carry.
 pub const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
 
@@ -152,6 +155,17 @@ pub fn min_compaction_lag_ms(o: &QueueOptions) -> i64 {
 /// `max.compaction.lag.ms`, unbounded (`i64::MAX`) by default.
 pub fn max_compaction_lag_ms(o: &QueueOptions) -> i64 {
     long(o, MAX_COMPACTION_LAG_MS).unwrap_or(i64::MAX)
+}
+
+/// The share of a compacted partition's records that must be dirty (not
+/// cleaned yet) before a cleaning starts: `min.cleanable.dirty.ratio`, 0.5
+/// by default as in Kafka.
+pub fn min_cleanable_dirty_ratio(o: &QueueOptions) -> f64 {
+    o.topic_configs
+        .get(MIN_CLEANABLE_DIRTY_RATIO)
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|r| (0.0..=1.0).contains(r))
+        .unwrap_or(0.5)
 }
 
 /// The largest record batch a produce to this topic may carry, in bytes:

@@ -49,6 +49,7 @@ contract!(
     retention::the_sidecar_keeps_ids_for_completed_retention,
     retention::compaction_keeps_the_latest_record_per_key,
     retention::compaction_waits_for_the_lag,
+    retention::compaction_honours_the_dirty_ratio,
     dedup::duplicates_are_found_at_every_window_population,
     dedup::runs_past_the_window_expire_and_their_ids_are_new,
     dedup::a_sealed_id_is_found_by_message_lookup,

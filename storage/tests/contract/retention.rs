@@ -24,6 +24,15 @@ async fn retain(engine: &Engine) {
     }
 }
 
+/// Runs compaction steps until nothing is left to clean.
+async fn compact(engine: &Engine) {
+    let mut steps = 0;
+    while engine.enforce_compaction().await.expect("compaction") {
+        steps += 1;
+        assert!(steps < 1_000, "compaction never settles");
+    }
+}
+
 async fn configure(engine: &Engine, queue: &str, options: QueueOptions) {
     engine
         .configure_queue(queue, &options)
@@ -347,7 +356,7 @@ pub(crate) async fn compaction_keeps_the_latest_record_per_key(db: &Db) {
     .await;
     append(vec![keyed(Some("k3"), Some("d")), keyed(Some("k2"), None)]).await;
     append(vec![keyed(Some("k1"), Some("e")), keyed(None, Some("f"))]).await;
-    retain(&engine).await;
+    compact(&engine).await;
     let s = |v: &str| Some(v.to_owned());
     let expected = vec![(3, s("d")), (4, None), (5, s("e")), (6, s("f"))];
     assert_eq!(
@@ -370,7 +379,7 @@ pub(crate) async fn compaction_keeps_the_latest_record_per_key(db: &Db) {
     // Little new: the clean part is larger than the dirty one; not yet.
     db.clock.advance_ms(2_000);
     append(vec![keyed(Some("k3"), Some("g"))]).await;
-    retain(&engine).await;
+    compact(&engine).await;
     assert_eq!(values(&engine, id, 0).await.len(), 5);
     // Enough new: cleaned again; the old tombstone goes too.
     append(
@@ -379,7 +388,7 @@ pub(crate) async fn compaction_keeps_the_latest_record_per_key(db: &Db) {
             .collect(),
     )
     .await;
-    retain(&engine).await;
+    compact(&engine).await;
     assert_eq!(
         values(&engine, id, 0).await,
         vec![(5, s("e")), (6, s("f")), (11, s("h3"))]
@@ -398,14 +407,61 @@ pub(crate) async fn compaction_waits_for_the_lag(db: &Db) {
         .append_records("lagged", id, records)
         .await
         .expect("append");
-    retain(&engine).await;
+    compact(&engine).await;
     assert_eq!(values(&engine, id, 0).await.len(), 2, "too young to clean");
     db.clock.advance_ms(60_001);
-    retain(&engine).await;
+    compact(&engine).await;
     assert_eq!(
         values(&engine, id, 0).await,
         vec![(1, Some("2".to_owned()))]
     );
+}
+
+pub(crate) async fn compaction_honours_the_dirty_ratio(db: &Db) {
+    let engine = db.engine().await;
+    let eager = [
+        ("cleanup.policy", "compact"),
+        ("min.cleanable.dirty.ratio", "0.2"),
+    ];
+    let topics = [
+        ("eager", compacted_topic(&engine, "eager", &eager).await),
+        (
+            "default",
+            compacted_topic(&engine, "default", &[("cleanup.policy", "compact")]).await,
+        ),
+    ];
+    let append = |topic: &'static str, id: PartitionId, keys: Vec<String>| {
+        let engine = engine.clone();
+        async move {
+            let records = keys
+                .iter()
+                .map(|k| keyed(Some(k), Some("v")))
+                .collect::<Vec<_>>();
+            engine
+                .append_records(topic, id, records)
+                .await
+                .expect("append");
+        }
+    };
+    for (topic, id) in topics {
+        append(topic, id, names(0..10)).await;
+    }
+    compact(&engine).await;
+    // 1 dirty of 11 stored: under both ratios.
+    for (topic, id) in topics {
+        append(topic, id, names(0..1)).await;
+    }
+    compact(&engine).await;
+    for (_, id) in topics {
+        assert_eq!(values(&engine, id, 0).await.len(), 11, "not dirty enough");
+    }
+    // 3 dirty of 13: past 0.2, not past Kafka's default 0.5.
+    for (topic, id) in topics {
+        append(topic, id, names(1..3)).await;
+    }
+    compact(&engine).await;
+    assert_eq!(values(&engine, topics[0].1, 0).await.len(), 10, "cleaned");
+    assert_eq!(values(&engine, topics[1].1, 0).await.len(), 13, "waits");
 }
 
 pub(crate) async fn a_group_below_the_log_start_continues_from_it(db: &Db) {
