@@ -7,9 +7,15 @@ mod support;
 
 use std::time::Duration;
 
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse,
+    MetadataRequest, MetadataResponse, TopicName,
+};
 use kafka_protocol::records::RecordBatchDecoder;
+use kafka_protocol::ResponseError;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use support::kafka::{call, create_topic};
@@ -44,7 +50,9 @@ async fn fill(broker: &Broker, topic: &str, partitions: i32, count: usize, size:
     }
     for delivery in deliveries {
         let delivered = tokio::time::timeout(TIMEOUT, delivery).await;
-        let delivered = delivered.expect("delivered in time").expect("not cancelled");
+        let delivered = delivered
+            .expect("delivered in time")
+            .expect("not cancelled");
         delivered.unwrap_or_else(|(e, _)| panic!("produce failed: {e}"));
     }
 }
@@ -102,6 +110,7 @@ fn sizes(answer: &FetchResponse) -> Vec<(usize, usize)> {
 
 support::broker_scenarios!(&[];
     a_fetch_stays_within_its_max_bytes,
+    illegal_topic_names_are_refused_and_nothing_is_created,
 );
 
 async fn a_fetch_stays_within_its_max_bytes(broker: &Broker) {
@@ -125,4 +134,79 @@ async fn a_fetch_stays_within_its_max_bytes(broker: &Broker) {
     // A record larger than the whole limit still comes, alone (KIP-74).
     assert_eq!(tiny[0].1, 1, "{tiny:?}");
     assert_eq!(&tiny[1..], &[(0, 0), (0, 0)], "{tiny:?}");
+}
+
+/// The names of the topics Metadata lists.
+fn topic_names(kafka: &str) -> Vec<String> {
+    let all: MetadataResponse = call(
+        kafka,
+        ApiKey::Metadata,
+        9,
+        &MetadataRequest::default().with_topics(None),
+    );
+    all.topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.to_string()))
+        .collect()
+}
+
+async fn illegal_topic_names_are_refused_and_nothing_is_created(broker: &Broker) {
+    let kafka = broker.kafka.clone();
+    tokio::task::spawn_blocking(move || {
+        let illegal = [
+            " with spaces".to_owned(),
+            ".".to_owned(),
+            "..".to_owned(),
+            "*".to_owned(),
+            "tópico".to_owned(),
+            "x".repeat(250),
+        ];
+        let topic = |name: &str| {
+            CreatableTopic::default()
+                .with_name(TopicName(name.to_owned().into()))
+                .with_num_partitions(1)
+                .with_replication_factor(1)
+        };
+        let request = CreateTopicsRequest::default()
+            .with_timeout_ms(5_000)
+            .with_topics(
+                illegal
+                    .iter()
+                    .map(|n| topic(n))
+                    .chain([topic("legal.name_1-x")])
+                    .collect(),
+            );
+        let created: CreateTopicsResponse = call(&kafka, ApiKey::CreateTopics, 5, &request);
+        for (name, result) in illegal.iter().zip(&created.topics) {
+            assert_eq!(
+                result.error_code,
+                ResponseError::InvalidTopicException.code(),
+                "CreateTopics {name:?}"
+            );
+        }
+        assert_eq!(created.topics[illegal.len()].error_code, 0, "the legal one");
+
+        // Metadata that may auto-create: refused the same way.
+        let request = MetadataRequest::default()
+            .with_allow_auto_topic_creation(true)
+            .with_topics(Some(
+                illegal
+                    .iter()
+                    .map(|n| {
+                        MetadataRequestTopic::default().with_name(Some(TopicName(n.clone().into())))
+                    })
+                    .collect(),
+            ));
+        let answer: MetadataResponse = call(&kafka, ApiKey::Metadata, 9, &request);
+        for (name, t) in illegal.iter().zip(&answer.topics) {
+            assert_eq!(
+                t.error_code,
+                ResponseError::InvalidTopicException.code(),
+                "Metadata {name:?}"
+            );
+        }
+        assert_eq!(topic_names(&kafka), vec!["legal.name_1-x".to_owned()]);
+    })
+    .await
+    .expect("requests");
 }

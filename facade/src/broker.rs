@@ -186,6 +186,9 @@ impl Broker {
         if !(create && self.config.auto_create_topics) {
             return Ok(None);
         }
+        if let Some(why) = crate::topic_name::illegal(name) {
+            return Err(StorageError::InvalidInput(why));
+        }
         let options = QueueOptions::for_kafka_topic();
         if self
             .engine

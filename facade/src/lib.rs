@@ -16,8 +16,9 @@
 //! - `records`: record batches in (CRC, decompression within a budget) and
 //!   out; `broker`: this broker's identity, registry heartbeat and the
 //!   name-to-partition cache; `produce_rules`: the per-topic limits a
-//!   produce meets (from the topic configs, cached); `error`: storage
-//!   errors as Kafka codes.
+//!   produce meets (from the topic configs, cached); `topic_name`: the
+//!   names Kafka lets a client create; `error`: storage errors as Kafka
+//!   codes.
 //!
 //! A produce flows: `conn` reads the frame, `handlers::dispatch` decodes it
 //! with `kafka-protocol`, `handlers::produce` resolves each partition and
@@ -32,6 +33,7 @@ mod guard;
 pub mod handlers;
 mod produce_rules;
 pub mod records;
+mod topic_name;
 mod varint;
 pub mod versions;
 

@@ -45,6 +45,9 @@ async fn create(
         result.error_message = Some(StrBytes::from_string(message));
         result
     };
+    if let Some(why) = crate::topic_name::illegal(&name) {
+        return fail(result, ResponseError::InvalidTopicException, why);
+    }
     let partitions = match (topic.num_partitions, topic.assignments.len()) {
         (-1, 0) => broker.config.default_partitions,
         (-1, n) => n as i32,
@@ -73,9 +76,6 @@ async fn create(
             return fail(result, ResponseError::InvalidRequest, e.to_string())
         }
     };
-    if let Err(e) = storage::validate_name("topic name", &name) {
-        return fail(result, ResponseError::InvalidTopicException, e.to_string());
-    }
     let outcome = if validate_only {
         match broker.engine.queue(&name).await {
             Ok(Some(_)) => Ok(TopicCreation::AlreadyExists),

@@ -122,8 +122,15 @@ async fn read_all(
                     bytes: w.max_bytes.min(max_bytes.saturating_sub(total)),
                     at_least_one: total == 0,
                 };
-                match read_one(broker, version, partition_id, w.offset, budget, data.clone())
-                    .await
+                match read_one(
+                    broker,
+                    version,
+                    partition_id,
+                    w.offset,
+                    budget,
+                    data.clone(),
+                )
+                .await
                 {
                     Ok((filled, n)) => {
                         total += n;
