@@ -11,12 +11,14 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse,
-    MetadataRequest, MetadataResponse, TopicName,
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, DeleteGroupsRequest, DeleteGroupsResponse,
+    DescribeGroupsRequest, DescribeGroupsResponse, FetchRequest, FetchResponse, GroupId,
+    ListGroupsRequest, ListGroupsResponse, MetadataRequest, MetadataResponse, TopicName,
 };
 use kafka_protocol::records::RecordBatchDecoder;
 use kafka_protocol::ResponseError;
 use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use support::kafka::{call, create_topic};
 use support::Broker;
@@ -111,6 +113,7 @@ fn sizes(answer: &FetchResponse) -> Vec<(usize, usize)> {
 support::broker_scenarios!(&[];
     a_fetch_stays_within_its_max_bytes,
     illegal_topic_names_are_refused_and_nothing_is_created,
+    a_group_whose_members_left_is_empty_and_can_be_deleted,
 );
 
 async fn a_fetch_stays_within_its_max_bytes(broker: &Broker) {
@@ -209,4 +212,83 @@ async fn illegal_topic_names_are_refused_and_nothing_is_created(broker: &Broker)
     })
     .await
     .expect("requests");
+}
+
+/// A group's (state, protocol type) as ListGroups and as DescribeGroups
+/// answer them.
+fn group_views(kafka: &str, group: &str) -> (Option<(String, String)>, (String, String)) {
+    let listed: ListGroupsResponse =
+        call(kafka, ApiKey::ListGroups, 4, &ListGroupsRequest::default());
+    let listed = listed
+        .groups
+        .iter()
+        .find(|g| g.group_id.as_str() == group)
+        .map(|g| (g.group_state.to_string(), g.protocol_type.to_string()));
+    let request =
+        DescribeGroupsRequest::default().with_groups(vec![GroupId(group.to_owned().into())]);
+    let described: DescribeGroupsResponse = call(kafka, ApiKey::DescribeGroups, 5, &request);
+    let d = &described.groups[0];
+    assert_eq!(d.error_code, 0, "DescribeGroups {group}");
+    (
+        listed,
+        (d.group_state.to_string(), d.protocol_type.to_string()),
+    )
+}
+
+fn delete_group(kafka: &str, group: &str) -> i16 {
+    let request =
+        DeleteGroupsRequest::default().with_groups_names(vec![GroupId(group.to_owned().into())]);
+    let answer: DeleteGroupsResponse = call(kafka, ApiKey::DeleteGroups, 2, &request);
+    answer.results[0].error_code
+}
+
+async fn a_group_whose_members_left_is_empty_and_can_be_deleted(broker: &Broker) {
+    create_topic(&broker.kafka, "grouped", 2).await;
+    fill(broker, "grouped", 2, 3, 10).await;
+    // One group commits, one never does: both exist once their member left.
+    for (group, commits) in [("committing", true), ("reading", false)] {
+        let consumer: BaseConsumer = config(broker)
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "earliest")
+            .create()
+            .expect("consumer");
+        consumer.subscribe(&["grouped"]).expect("subscribe");
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        let message = loop {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no record for {group}"
+            );
+            if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+                break m.expect("consume");
+            }
+        };
+        if commits {
+            consumer
+                .commit_message(&message, CommitMode::Sync)
+                .expect("commit");
+        }
+        drop(message);
+        let kafka = broker.kafka.clone();
+        let with_member = tokio::task::spawn_blocking(move || group_views(&kafka, group))
+            .await
+            .expect("views");
+        let stable = ("Stable".to_owned(), "consumer".to_owned());
+        assert_eq!(with_member, (Some(stable.clone()), stable), "{group}");
+
+        drop(consumer); // closes: LeaveGroup
+        let kafka = broker.kafka.clone();
+        let (after, deleted, gone) = tokio::task::spawn_blocking(move || {
+            let after = group_views(&kafka, group);
+            let deleted = delete_group(&kafka, group);
+            (after, deleted, group_views(&kafka, group))
+        })
+        .await
+        .expect("views");
+        let empty = ("Empty".to_owned(), "consumer".to_owned());
+        assert_eq!(after, (Some(empty.clone()), empty), "{group} after close");
+        assert_eq!(deleted, 0, "{group} deleted right after close");
+        assert_eq!(gone, (None, ("Dead".to_owned(), String::new())), "{group}");
+    }
 }

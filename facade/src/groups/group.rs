@@ -154,6 +154,10 @@ pub struct MemberSummary {
     pub assignment: Bytes,
 }
 
+/// How long a group that had members stays in memory once Empty (Kafka's
+/// cleanup interval, `offsets.retention.check.interval.ms`).
+pub(super) const EMPTY_KEPT_MS: Ms = 600_000;
+
 /// One group's membership.
 #[derive(Debug)]
 pub(super) struct Group {
@@ -175,6 +179,8 @@ pub(super) struct Group {
     /// Whether the current rebalance started from Empty (the initial delay
     /// applies and grows as members arrive).
     initial: bool,
+    /// When the group last became Empty.
+    empty_since: Ms,
     next_seq: u64,
     limits: Limits,
 }
@@ -194,6 +200,7 @@ impl Group {
             deadline: 0,
             delay_until: 0,
             initial: false,
+            empty_since: 0,
             next_seq: 0,
             limits,
         }
@@ -220,8 +227,18 @@ impl Group {
         self.protocol.as_deref()
     }
 
-    /// Whether nothing is left worth keeping in memory.
-    pub(super) fn is_idle(&self) -> bool {
-        self.state == State::Empty && self.members.is_empty() && self.pending.is_empty()
+    /// Whether the group has members, or members on their way in (it
+    /// cannot be deleted then).
+    pub(super) fn is_busy(&self) -> bool {
+        self.state != State::Empty || !self.members.is_empty() || !self.pending.is_empty()
+    }
+
+    /// Whether nothing is left worth keeping in memory at `now`. A group
+    /// that had members stays, `Empty` with its protocol type, for
+    /// [`EMPTY_KEPT_MS`] after the last one left (Kafka keeps it until its
+    /// offsets expire or a cleanup finds none): a consumer that just closed
+    /// still sees its group, and can delete it.
+    pub(super) fn is_idle(&self, now: Ms) -> bool {
+        !self.is_busy() && (self.protocol_type.is_none() || now >= self.empty_since + EMPTY_KEPT_MS)
     }
 }

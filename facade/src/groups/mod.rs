@@ -70,7 +70,7 @@ impl Coordinator {
             for group in groups.values_mut() {
                 group.tick(now);
             }
-            groups.retain(|_, g| !g.is_idle());
+            groups.retain(|_, g| !g.is_idle(now));
         }
     }
 
@@ -206,9 +206,19 @@ impl Coordinator {
             .unwrap_or_default()
     }
 
-    /// Whether the group has members (it cannot be deleted then).
+    /// Whether the group has members or members on their way in (it
+    /// cannot be deleted then).
     pub fn has_members(&self, group_id: &str) -> bool {
-        self.lock().get(group_id).is_some_and(|g| !g.is_idle())
+        self.lock().get(group_id).is_some_and(Group::is_busy)
+    }
+
+    /// Forgets an Empty group (DeleteGroups); returns whether it was known.
+    pub fn forget(&self, group_id: &str) -> bool {
+        let mut groups = self.lock();
+        match groups.get(group_id) {
+            Some(g) if !g.is_busy() => groups.remove(group_id).is_some(),
+            _ => false,
+        }
     }
 
     fn with_group<T>(
@@ -227,7 +237,7 @@ impl Coordinator {
             groups.get_mut(group_id)?
         };
         let answer = f(group, now);
-        if group.is_idle() {
+        if group.is_idle(now) {
             groups.remove(group_id);
         }
         Some(answer)

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use tokio::sync::oneshot;
 
-use super::group::{Group, JoinAnswer, Limits, Ms, Pending, State, SyncAnswer};
+use super::group::{Group, JoinAnswer, Limits, Ms, Pending, State, SyncAnswer, EMPTY_KEPT_MS};
 use super::member::JoinRequest;
 
 const LIMITS: Limits = Limits {
@@ -194,7 +194,14 @@ fn the_last_member_leaving_empties_the_group() {
     answered(&mut rx).expect("joined");
     assert_eq!(g.leave(&[(id.clone(), None)], 3_100), vec![None]);
     assert_eq!(g.state(), State::Empty);
-    assert!(g.is_idle());
+    assert_eq!(
+        g.protocol_type(),
+        Some("consumer"),
+        "still a consumer group"
+    );
+    assert!(!g.is_busy());
+    assert!(!g.is_idle(3_100), "kept a while, Empty");
+    assert!(g.is_idle(3_100 + EMPTY_KEPT_MS));
     assert_eq!(
         g.leave(&[(id, None)], 3_200),
         vec![Some(ResponseError::UnknownMemberId)]
@@ -302,7 +309,7 @@ fn session_timeouts_outside_the_limits_are_refused() {
         now(g.join(r, 0)).error,
         Some(ResponseError::InvalidSessionTimeout)
     );
-    assert!(g.is_idle());
+    assert!(g.is_idle(0));
 }
 
 #[test]
@@ -311,9 +318,9 @@ fn an_unknown_member_id_is_refused_and_an_unused_one_expires() {
     let unknown = now(g.join(request("made-up", None, &["range"]), 0));
     assert_eq!(unknown.error, Some(ResponseError::UnknownMemberId));
     let first = now(g.join(request("", None, &["range"]), 0));
-    assert!(!g.is_idle(), "the handed-out id is remembered");
+    assert!(!g.is_idle(0), "the handed-out id is remembered");
     g.tick(10_001);
-    assert!(g.is_idle(), "and forgotten after a session timeout");
+    assert!(g.is_idle(10_001), "and forgotten after a session timeout");
     let late = now(g.join(request(&first.member_id, None, &["range"]), 10_002));
     assert_eq!(late.error, Some(ResponseError::UnknownMemberId));
 }

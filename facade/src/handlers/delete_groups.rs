@@ -33,7 +33,10 @@ async fn delete(broker: &Broker, group: &str) -> i16 {
     if broker.groups.has_members(group) {
         return ResponseError::NonEmptyGroup.code();
     }
+    // An Empty group that had members exists even without offsets.
+    let known = broker.groups.forget(group);
     match broker.engine.committed_offsets(group).await {
+        Ok(offsets) if offsets.is_empty() && known => 0,
         Ok(offsets) if offsets.is_empty() => ResponseError::GroupIdNotFound.code(),
         Ok(_) => match broker.engine.delete_consumer_group(group, None, true).await {
             Ok(_) => 0,

@@ -65,9 +65,11 @@ impl Group {
         self.pending.clear();
         if self.members.is_empty() {
             self.generation += 1;
+            // Kafka keeps the protocol type of a group gone Empty: it is
+            // still a consumer group, not a "simple" one.
             self.state = State::Empty;
             self.protocol = None;
-            self.protocol_type = None;
+            self.empty_since = now;
             return;
         }
         let leader_joined = self
