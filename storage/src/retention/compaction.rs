@@ -55,7 +55,7 @@ const MAP_BYTES: usize = 32 << 20;
 const ENTRY_OVERHEAD: usize = 64;
 
 /// The most segments one rewrite transaction replaces.
-const REWRITE_SEGMENTS: usize = 256;
+const REWRITE_SEGMENTS: usize = 2_048;
 
 /// A rewrite transaction takes no more segments once it has read this many
 /// bytes of them: the writer is held briefly whatever the segments' size.

@@ -13,7 +13,8 @@ struct OffsetRow {
     topic: String,
     kafka_index: i32,
     committed_offset: i64,
-    metadata: Option<String>,
+    /// UTF-8 bytes: PostgreSQL's TEXT cannot hold the NUL a client may send.
+    metadata: Option<Vec<u8>>,
     leader_epoch: Option<i32>,
 }
 
@@ -37,7 +38,7 @@ pub(crate) async fn commit(
         .bind(partition_id)
         .bind(group)
         .bind(c.offset)
-        .bind(&c.metadata)
+        .bind(c.metadata.as_deref().map(str::as_bytes))
         .bind(c.leader_epoch)
         .bind(now_ms)
         .execute(conn)
@@ -64,7 +65,8 @@ pub(crate) async fn of_group(store: &Store, group: &str) -> Result<Vec<TopicOffs
             partition: r.kafka_index,
             committed: CommittedOffset {
                 offset: r.committed_offset,
-                metadata: r.metadata,
+                // Stored from a String: only a hand-edited row is not UTF-8.
+                metadata: r.metadata.map(|m| String::from_utf8_lossy(&m).into_owned()),
                 leader_epoch: r.leader_epoch,
             },
         })

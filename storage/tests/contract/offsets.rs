@@ -115,3 +115,27 @@ pub(crate) async fn groups_are_listed_and_their_offsets_deleted_per_partition(db
         .expect("delete");
     assert_eq!(engine.group_names().await.expect("names"), ["native"]);
 }
+
+pub(crate) async fn commit_metadata_round_trips_byte_for_byte(db: &Db) {
+    let engine = db.engine().await;
+    push_n(&engine, "q", "p", 0, 1).await;
+    let partition = engine
+        .queue("q")
+        .await
+        .expect("read")
+        .expect("exists")
+        .partitions[0]
+        .id;
+    // PostgreSQL's TEXT refuses NUL; Kafka clients may send it.
+    let commit = CommittedOffset {
+        offset: 1,
+        metadata: Some("nul\0, control\u{1}, ünïcödé, and more".into()),
+        leader_epoch: None,
+    };
+    engine
+        .commit_offsets("g", &[(partition, commit.clone())])
+        .await
+        .expect("commit");
+    let fetched = engine.committed_offsets("g").await.expect("fetch");
+    assert_eq!(fetched[0].committed, commit);
+}
