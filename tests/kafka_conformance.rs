@@ -12,8 +12,9 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
     ApiKey, CreateTopicsRequest, CreateTopicsResponse, DeleteGroupsRequest, DeleteGroupsResponse,
-    DescribeGroupsRequest, DescribeGroupsResponse, FetchRequest, FetchResponse, GroupId,
-    ListGroupsRequest, ListGroupsResponse, MetadataRequest, MetadataResponse, TopicName,
+    DescribeClusterRequest, DescribeClusterResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+    FetchRequest, FetchResponse, GroupId, ListGroupsRequest, ListGroupsResponse, MetadataRequest,
+    MetadataResponse, TopicName,
 };
 use kafka_protocol::records::RecordBatchDecoder;
 use kafka_protocol::ResponseError;
@@ -114,6 +115,7 @@ support::broker_scenarios!(&[];
     a_fetch_stays_within_its_max_bytes,
     illegal_topic_names_are_refused_and_nothing_is_created,
     a_group_whose_members_left_is_empty_and_can_be_deleted,
+    authorized_operations_are_every_operation_without_an_authorizer,
 );
 
 async fn a_fetch_stays_within_its_max_bytes(broker: &Broker) {
@@ -291,4 +293,58 @@ async fn a_group_whose_members_left_is_empty_and_can_be_deleted(broker: &Broker)
         assert_eq!(deleted, 0, "{group} deleted right after close");
         assert_eq!(gone, (None, ("Dead".to_owned(), String::new())), "{group}");
     }
+}
+
+/// The ACL operation codes set in a KIP-430 bit field.
+fn operations(bits: i32) -> Vec<u8> {
+    (0..32).filter(|op| bits & (1 << op) != 0).collect()
+}
+
+async fn authorized_operations_are_every_operation_without_an_authorizer(broker: &Broker) {
+    create_topic(&broker.kafka, "described", 1).await;
+    let kafka = broker.kafka.clone();
+    tokio::task::spawn_blocking(move || {
+        let asked = MetadataRequest::default()
+            .with_topics(Some(vec![MetadataRequestTopic::default()
+                .with_name(Some(TopicName("described".to_owned().into())))]))
+            .with_include_cluster_authorized_operations(true)
+            .with_include_topic_authorized_operations(true);
+        let answer: MetadataResponse = call(&kafka, ApiKey::Metadata, 10, &asked);
+        // READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
+        let topic_ops = vec![3, 4, 5, 6, 7, 8, 10, 11];
+        assert_eq!(
+            operations(answer.topics[0].topic_authorized_operations),
+            topic_ops
+        );
+        // CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE
+        let cluster_ops = vec![5, 7, 8, 9, 10, 11, 12];
+        assert_eq!(
+            operations(answer.cluster_authorized_operations),
+            cluster_ops
+        );
+
+        let not_asked = MetadataRequest::default().with_topics(None);
+        let answer: MetadataResponse = call(&kafka, ApiKey::Metadata, 10, &not_asked);
+        assert_eq!(answer.topics[0].topic_authorized_operations, i32::MIN);
+
+        let request =
+            DescribeClusterRequest::default().with_include_cluster_authorized_operations(true);
+        let cluster: DescribeClusterResponse = call(&kafka, ApiKey::DescribeCluster, 0, &request);
+        assert_eq!(
+            operations(cluster.cluster_authorized_operations),
+            cluster_ops
+        );
+
+        let request = DescribeGroupsRequest::default()
+            .with_groups(vec![GroupId("any".to_owned().into())])
+            .with_include_authorized_operations(true);
+        let groups: DescribeGroupsResponse = call(&kafka, ApiKey::DescribeGroups, 5, &request);
+        // READ DELETE DESCRIBE
+        assert_eq!(
+            operations(groups.groups[0].authorized_operations),
+            vec![3, 6, 8]
+        );
+    })
+    .await
+    .expect("requests");
 }

@@ -11,6 +11,7 @@
 //!   API; `versions`: the single table of implemented APIs and versions.
 //! - `guard`: a schema walk that refuses impossible counts before the codec
 //!   allocates for them.
+//! - `authorized`: KIP-430's authorized operations.
 //! - `groups`: membership of the consumer groups this broker coordinates
 //!   (committed offsets are in the database).
 //! - `records`: record batches in (CRC, decompression within a budget) and
@@ -25,6 +26,7 @@
 //! decodes its batch with `records`, appends through the engine (committed
 //! before the answer) and answers the base offsets.
 
+mod authorized;
 mod broker;
 pub mod conn;
 mod error;

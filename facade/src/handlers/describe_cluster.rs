@@ -1,4 +1,5 @@
-//! DescribeCluster: the live brokers, the controller and the cluster id.
+//! DescribeCluster: the live brokers, the controller, the cluster id and
+//! what the client may do with the cluster (KIP-430).
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
@@ -11,10 +12,13 @@ use crate::error::storage_code;
 pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
-    _request: DescribeClusterRequest,
+    request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
     let mut answer = DescribeClusterResponse::default()
-        .with_cluster_id(StrBytes::from_string(broker.cluster_id.clone()));
+        .with_cluster_id(StrBytes::from_string(broker.cluster_id.clone()))
+        .with_cluster_authorized_operations(crate::authorized::cluster(
+            request.include_cluster_authorized_operations,
+        ));
     match broker.live_brokers().await {
         Ok(brokers) => {
             answer.controller_id = BrokerId(brokers.first().map_or(broker.node_id, |b| b.id));

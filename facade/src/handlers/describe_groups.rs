@@ -17,9 +17,14 @@ pub(super) async fn handle(
     _version: i16,
     request: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
+    let operations = crate::authorized::group(request.include_authorized_operations);
     let mut groups = Vec::with_capacity(request.groups.len());
     for id in request.groups {
-        groups.push(describe(broker, id).await);
+        let mut described = describe(broker, id).await;
+        if described.error_code == 0 {
+            described.authorized_operations = operations;
+        }
+        groups.push(described);
     }
     DescribeGroupsResponse::default().with_groups(groups)
 }

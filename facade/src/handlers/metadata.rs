@@ -27,6 +27,9 @@ pub(super) async fn handle(
         }
     };
     let create = version < 4 || request.allow_auto_topic_creation;
+    let topic_operations = crate::authorized::topic(request.include_topic_authorized_operations);
+    let cluster_operations =
+        crate::authorized::cluster(request.include_cluster_authorized_operations);
     // v0 has no null list: an empty one means every topic.
     let wanted = match request.topics {
         Some(list) if !(version == 0 && list.is_empty()) => Some(list),
@@ -68,9 +71,13 @@ pub(super) async fn handle(
         }
     }
 
+    for topic in topics.iter_mut().filter(|t| t.error_code == 0) {
+        topic.topic_authorized_operations = topic_operations;
+    }
     let mut answer = MetadataResponse::default()
         .with_brokers(brokers.iter().map(|b| broker_answer(version, b)).collect())
-        .with_topics(topics);
+        .with_topics(topics)
+        .with_cluster_authorized_operations(cluster_operations);
     if version >= 1 {
         answer.controller_id = BrokerId(brokers.first().map_or(broker.node_id, |b| b.id));
     }
