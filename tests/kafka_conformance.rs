@@ -9,12 +9,15 @@ use std::time::Duration;
 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
     ApiKey, CreateTopicsRequest, CreateTopicsResponse, DeleteGroupsRequest, DeleteGroupsResponse,
     DescribeClusterRequest, DescribeClusterResponse, DescribeGroupsRequest, DescribeGroupsResponse,
-    FetchRequest, FetchResponse, GroupId, ListGroupsRequest, ListGroupsResponse, MetadataRequest,
-    MetadataResponse, TopicName,
+    FetchRequest, FetchResponse, GroupId, JoinGroupRequest, JoinGroupResponse, ListGroupsRequest,
+    ListGroupsResponse, MetadataRequest, MetadataResponse, SyncGroupRequest, SyncGroupResponse,
+    TopicName,
 };
 use kafka_protocol::records::RecordBatchDecoder;
 use kafka_protocol::ResponseError;
@@ -116,6 +119,7 @@ support::broker_scenarios!(&[];
     illegal_topic_names_are_refused_and_nothing_is_created,
     a_group_whose_members_left_is_empty_and_can_be_deleted,
     authorized_operations_are_every_operation_without_an_authorizer,
+    an_old_client_joins_a_group_with_join_group_v0,
 );
 
 async fn a_fetch_stays_within_its_max_bytes(broker: &Broker) {
@@ -344,6 +348,44 @@ async fn authorized_operations_are_every_operation_without_an_authorizer(broker:
             operations(groups.groups[0].authorized_operations),
             vec![3, 6, 8]
         );
+    })
+    .await
+    .expect("requests");
+}
+
+async fn an_old_client_joins_a_group_with_join_group_v0(broker: &Broker) {
+    let kafka = broker.kafka.clone();
+    tokio::task::spawn_blocking(move || {
+        // sarama 1.22 and kafka-go 0.2 join with v0 (no rebalance timeout).
+        let join = JoinGroupRequest::default()
+            .with_group_id(GroupId("old".to_owned().into()))
+            .with_session_timeout_ms(10_000)
+            .with_member_id("".into())
+            .with_protocol_type("consumer".into())
+            .with_protocols(vec![JoinGroupRequestProtocol::default()
+                .with_name("range".into())
+                .with_metadata(bytes::Bytes::from_static(b"subscription"))]);
+        let joined: JoinGroupResponse = call(&kafka, ApiKey::JoinGroup, 0, &join);
+        assert_eq!(joined.error_code, 0);
+        assert_eq!(joined.generation_id, 1);
+        assert!(!joined.member_id.is_empty());
+        assert_eq!(joined.leader, joined.member_id, "the only member leads");
+        assert_eq!(joined.protocol_name.as_deref(), Some("range"));
+        assert_eq!(joined.members.len(), 1);
+
+        let sync = SyncGroupRequest::default()
+            .with_group_id(GroupId("old".to_owned().into()))
+            .with_generation_id(joined.generation_id)
+            .with_member_id(joined.member_id.clone())
+            .with_assignments(vec![SyncGroupRequestAssignment::default()
+                .with_member_id(joined.member_id.clone())
+                .with_assignment(bytes::Bytes::from_static(b"assignment"))]);
+        let synced: SyncGroupResponse = call(&kafka, ApiKey::SyncGroup, 0, &sync);
+        assert_eq!(synced.error_code, 0);
+        assert_eq!(&synced.assignment[..], b"assignment");
+        let (listed, described) = group_views(&kafka, "old");
+        let stable = ("Stable".to_owned(), "consumer".to_owned());
+        assert_eq!((listed, described), (Some(stable.clone()), stable));
     })
     .await
     .expect("requests");

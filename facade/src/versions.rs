@@ -5,8 +5,10 @@
 use kafka_protocol::messages::ApiKey;
 
 /// (API, lowest version, highest version) implemented, each version fully.
-/// The lowest versions are those Kafka 4.0 still serves; the highest are
-/// those of the pinned `kafka-protocol` crate.
+/// The lowest are the oldest the pinned `kafka-protocol` crate decodes
+/// (Kafka 4.0's schemas; Kafka 3.9 serves older ones still, for clients
+/// such as sarama 1.22 and kafka-go 0.2, which need codecs of their own);
+/// the highest are the crate's newest.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 13),
     (ApiKey::Fetch, 4, 18),
@@ -26,7 +28,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::FindCoordinator, 0, 6),
     (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::OffsetFetch, 1, 9),
-    (ApiKey::JoinGroup, 2, 9),
+    (ApiKey::JoinGroup, 0, 9),
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::Heartbeat, 0, 4),
     (ApiKey::LeaveGroup, 0, 5),

@@ -102,7 +102,7 @@ mod tests {
             skip_assignment: true,
         };
         let failed = JoinAnswer::error(kafka_protocol::ResponseError::MemberIdRequired, "m-2");
-        for version in 2..=9 {
+        for version in 0..=9 {
             for answer in [full.clone(), failed.clone()] {
                 response(version, answer)
                     .encode(&mut BytesMut::new(), version)
