@@ -75,7 +75,7 @@ pub(crate) fn dead_letter(row: DeadLetterRow) -> Result<DeadLetter> {
         partition_id: row.partition_id,
         group: row.consumer_group,
         offset: row.message_offset,
-        error_message: row.error_message,
+        error_message: crate::sql::text(row.error_message),
         retry_count: row.retry_count,
         created_at_ms: row.message_created_at,
         failed_at_ms: row.failed_at,

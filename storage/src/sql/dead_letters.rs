@@ -18,7 +18,8 @@ pub(crate) struct DeadLetterRow {
     pub partition_id: PartitionId,
     pub consumer_group: String,
     pub message_offset: i64,
-    pub error_message: Option<String>,
+    /// UTF-8 bytes (any character, NUL included: see the migrations).
+    pub error_message: Option<Vec<u8>>,
     pub retry_count: i64,
     pub message_created_at: i64,
     pub failed_at: i64,
@@ -42,8 +43,8 @@ pub(crate) async fn file(conn: &mut Conn<'_>, letter: &NewDeadLetter<'_>) -> Res
         .bind(letter.partition_id)
         .bind(letter.group)
         .bind(letter.offset)
-        .bind(&letter.transaction_id)
-        .bind(letter.error)
+        .bind(letter.transaction_id.as_bytes())
+        .bind(letter.error.map(str::as_bytes))
         .bind(letter.retry_count)
         .bind(letter.created_at)
         .bind(letter.failed_at)
@@ -124,7 +125,7 @@ pub(crate) async fn of_message(
     );
     Ok(on_db!(store.reader(), pool => sqlx::query_as(&sql)
         .bind(partition_id)
-        .bind(transaction_id)
+        .bind(transaction_id.as_bytes())
         .fetch_all(pool)
         .await?))
 }

@@ -20,3 +20,12 @@ pub(crate) mod offsets;
 pub(crate) mod producers;
 pub(crate) mod retention;
 pub(crate) mod segments;
+
+/// A client's string kept as bytes (PostgreSQL's TEXT cannot hold NUL),
+/// read back. Only strings were stored, so only a hand-edited row is not
+/// UTF-8; it reads with replacement characters rather than failing.
+pub(crate) fn text(bytes: Option<Vec<u8>>) -> Option<String> {
+    bytes.map(|b| {
+        String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    })
+}

@@ -65,8 +65,7 @@ pub(crate) async fn of_group(store: &Store, group: &str) -> Result<Vec<TopicOffs
             partition: r.kafka_index,
             committed: CommittedOffset {
                 offset: r.committed_offset,
-                // Stored from a String: only a hand-edited row is not UTF-8.
-                metadata: r.metadata.map(|m| String::from_utf8_lossy(&m).into_owned()),
+                metadata: super::text(r.metadata),
                 leader_epoch: r.leader_epoch,
             },
         })

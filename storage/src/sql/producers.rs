@@ -38,7 +38,8 @@ pub(crate) async fn init_id(
                  ON CONFLICT (transactional_id) DO UPDATE SET epoch = producers.epoch + 1, \
                  updated_at = excluded.updated_at RETURNING id, epoch",
             )
-            .bind(txn)
+            // Bytes: a transactional id may hold NUL (see the migrations).
+            .bind(txn.as_bytes())
             .bind(now_ms)
             .fetch_one(c)
             .await?,

@@ -11,6 +11,7 @@ mod producers;
 mod push;
 mod queues;
 mod retention;
+mod strings;
 mod support;
 mod txn;
 
@@ -58,6 +59,7 @@ contract!(
     offsets::kafka_commits_and_native_acks_move_one_position,
     offsets::groups_are_listed_and_their_offsets_deleted_per_partition,
     offsets::commit_metadata_round_trips_byte_for_byte,
+    strings::strings_with_nul_round_trip,
     producers::sequences_dedup_retries_and_refuse_gaps,
     producers::sequences_wrap_at_two_to_the_31,
     producers::producer_ids_are_unique_and_epochs_fence,
