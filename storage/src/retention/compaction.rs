@@ -205,6 +205,9 @@ impl Engine {
         sql::retention::delete_segment(&mut conn, partition_id, base).await?;
         conn.write_appends(&runs, &[], &[]).await?;
         tx.commit().await?;
+        crate::metrics::STORAGE
+            .compaction_records
+            .inc_by((records.len() - survivors.len()) as u64);
         // The replaced row is dead space until a vacuum.
         self.inner.vacuum.add(Table::Segments, 1);
         Ok(())
