@@ -205,7 +205,6 @@ impl Group {
     }
 
     /// The current generation.
-    #[cfg(test)]
     pub(super) fn generation(&self) -> i32 {
         self.generation
     }
