@@ -1,12 +1,14 @@
 //! The Kafka front door's metrics: requests, errors and latency per API and
 //! version, connections refused, rebalances and members per group.
 //!
-//! Every (API, version) of [`crate::versions::SUPPORTED`] gets its handles
-//! at start-up, so counting a request is an array index and atomic adds.
+//! Every (API, version) of [`crate::versions::SUPPORTED`] has a slot for
+//! its handles, filled on its first request (so that only the versions
+//! clients use become series); afterwards counting a request is an array
+//! index and atomic adds.
 //! Label lookups happen only on what is rare: a request that fails,
 //! a partition answered with an error, a rebalance, a scrape.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 use std::time::Instant;
 
 use kafka_protocol::messages::ApiKey;
@@ -65,9 +67,8 @@ pub struct KafkaMetrics {
     requests: Family<RequestLabels, Counter>,
     errors: Family<RequestLabels, Counter>,
     seconds: Family<RequestLabels, Histogram, fn() -> Histogram>,
-    /// Handles by API key, then by version (from 0); `None` where the
-    /// broker does not implement it.
-    table: Vec<Vec<Option<RequestMetrics>>>,
+    /// Handles by API key, then by version (from 0), filled on first use.
+    table: Vec<Vec<OnceLock<RequestMetrics>>>,
     partition_errors: Family<ErrorLabels, Counter>,
     refused: Counter,
     rebalances: Family<GroupLabel, Counter>,
@@ -94,7 +95,7 @@ impl KafkaMetrics {
             if m.table.len() <= key {
                 m.table.resize(key + 1, Vec::new());
             }
-            m.table[key] = (0..=max).map(|v| Some(m.resolve(api, v))).collect();
+            m.table[key] = (0..=max).map(|_| OnceLock::new()).collect();
         }
         m
     }
@@ -118,7 +119,8 @@ impl KafkaMetrics {
     pub(crate) fn request(&self, api: ApiKey, version: i16) -> RequestMetrics {
         let handles = usize::try_from(version)
             .ok()
-            .and_then(|v| self.table.get(api as usize)?.get(v)?.clone())
+            .and_then(|v| self.table.get(api as usize)?.get(v))
+            .map(|slot| slot.get_or_init(|| self.resolve(api, version)).clone())
             .unwrap_or_else(|| self.resolve(api, version));
         handles.requests.inc();
         handles
@@ -242,7 +244,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_supported_version_has_its_handles() {
+    fn every_supported_version_has_its_handles_once_used() {
+        let labels = |api: ApiKey, version: i16| RequestLabels {
+            api: format!("{api:?}"),
+            version: version.to_string(),
+        };
+        assert!(
+            KAFKA
+                .requests
+                .get(&labels(ApiKey::DescribeProducers, 0))
+                .is_none(),
+            "no series before the first request"
+        );
         for &(api, min, max) in versions::SUPPORTED {
             for version in min..=max {
                 let before = KAFKA.request(api, version).requests.get();

@@ -3,7 +3,7 @@
 //! happens (a few atomic adds per transaction, never per record); what is
 //! read from the database at scrape time is in [`crate::stats`].
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 use std::time::Instant;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -51,8 +51,9 @@ pub struct StorageMetrics {
     pub(crate) group_jobs: Histogram,
     acquire: Family<PoolLabel, Histogram, fn() -> Histogram>,
     /// The acquire histograms of [`Pool::Writer`], [`Pool::Reader`] and
-    /// [`Pool::Postgres`], resolved once.
-    acquire_by_pool: [Histogram; 3],
+    /// [`Pool::Postgres`], resolved on first use (so that only the pools
+    /// of the backend in use become series).
+    acquire_by_pool: [OnceLock<Histogram>; 3],
     /// Records retention dropped by moving log starts.
     pub(crate) retention_records: Counter,
     /// Segment rows retention deleted below log starts.
@@ -62,24 +63,15 @@ pub struct StorageMetrics {
 }
 
 /// The storage metrics of this process (every engine of it feeds them).
-pub static STORAGE: LazyLock<StorageMetrics> = LazyLock::new(|| {
-    let acquire: Family<PoolLabel, Histogram, fn() -> Histogram> =
-        Family::new_with_constructor(|| Histogram::new(buckets::SECONDS));
-    let resolve = |pool: Pool| acquire.get_or_create_owned(&PoolLabel { pool: pool.name() });
-    StorageMetrics {
-        commit_seconds: Histogram::new(buckets::SECONDS),
-        group_records: Histogram::new(buckets::RECORDS),
-        group_jobs: Histogram::new(buckets::RECORDS),
-        acquire_by_pool: [
-            resolve(Pool::Writer),
-            resolve(Pool::Reader),
-            resolve(Pool::Postgres),
-        ],
-        acquire,
-        retention_records: Counter::default(),
-        retention_segments: Counter::default(),
-        compaction_records: Counter::default(),
-    }
+pub static STORAGE: LazyLock<StorageMetrics> = LazyLock::new(|| StorageMetrics {
+    commit_seconds: Histogram::new(buckets::SECONDS),
+    group_records: Histogram::new(buckets::RECORDS),
+    group_jobs: Histogram::new(buckets::RECORDS),
+    acquire: Family::new_with_constructor(|| Histogram::new(buckets::SECONDS)),
+    acquire_by_pool: Default::default(),
+    retention_records: Counter::default(),
+    retention_segments: Counter::default(),
+    compaction_records: Counter::default(),
 });
 
 /// Awaits `acquire`, recording how long it took in `pool`'s histogram.
@@ -89,7 +81,14 @@ pub(crate) async fn timed_acquire<T>(
 ) -> T {
     let start = Instant::now();
     let conn = acquire.await;
-    STORAGE.acquire_by_pool[pool as usize].observe_since(start);
+    let metrics = &*STORAGE;
+    metrics.acquire_by_pool[pool as usize]
+        .get_or_init(|| {
+            metrics
+                .acquire
+                .get_or_create_owned(&PoolLabel { pool: pool.name() })
+        })
+        .observe_since(start);
     conn
 }
 

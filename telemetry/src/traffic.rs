@@ -89,9 +89,12 @@ impl Traffic {
         let bytes_in = Family::<DoorLabel, Counter>::default();
         let records_out = Family::<DoorLabel, Counter>::default();
         let bytes_out = Family::<DoorLabel, Counter>::default();
-        let batch_records: Histograms = Family::new_with_constructor(|| Histogram::new(buckets::RECORDS));
-        let batch_bytes: Histograms = Family::new_with_constructor(|| Histogram::new(buckets::BYTES));
-        let long_poll: Histograms = Family::new_with_constructor(|| Histogram::new(buckets::SECONDS));
+        let batch_records: Histograms =
+            Family::new_with_constructor(|| Histogram::new(buckets::RECORDS));
+        let batch_bytes: Histograms =
+            Family::new_with_constructor(|| Histogram::new(buckets::BYTES));
+        let long_poll: Histograms =
+            Family::new_with_constructor(|| Histogram::new(buckets::SECONDS));
         let connections = Family::<DoorLabel, Gauge>::default();
         let door = |door: Door| {
             let label = DoorLabel { door };
