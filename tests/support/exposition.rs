@@ -9,11 +9,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+/// A series' labels, sorted by name.
+pub(crate) type Labels = Vec<(String, String)>;
+
 /// A parsed scrape: each series' value, and each family's type.
 #[derive(Debug, Default)]
 pub(crate) struct Scrape {
     /// (sample name, sorted labels) → value.
-    pub series: BTreeMap<(String, Vec<(String, String)>), f64>,
+    pub series: BTreeMap<(String, Labels), f64>,
     /// Family name → `counter`, `gauge`, `histogram`, …
     pub types: HashMap<String, String>,
 }
@@ -71,7 +74,7 @@ impl Scrape {
         &'a self,
         name: &'a str,
         labels: &'a [(&str, &str)],
-    ) -> impl Iterator<Item = (&'a Vec<(String, String)>, f64)> + 'a {
+    ) -> impl Iterator<Item = (&'a Labels, f64)> + 'a {
         self.series
             .iter()
             .filter(move |((n, ls), _)| {
@@ -85,7 +88,7 @@ impl Scrape {
 
     /// The value of the one series `name` with exactly `labels`.
     pub(crate) fn get(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let mut key: Vec<(String, String)> = labels
+        let mut key: Labels = labels
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
@@ -111,7 +114,7 @@ fn family_of<'a>(name: &'a str, types: &HashMap<String, String>) -> Option<&'a s
 }
 
 /// Splits `name{a="b",…} value` into its parts, unescaping label values.
-fn sample(line: &str) -> Option<(String, Vec<(String, String)>, &str)> {
+fn sample(line: &str) -> Option<(String, Labels, &str)> {
     let name_end = line.find(['{', ' '])?;
     let name = &line[..name_end];
     if name.is_empty()
