@@ -351,6 +351,40 @@ async fn families_move_with_kafka_and_http_traffic(broker: &Broker) {
                 &[("door", "kafka")]
             ),
     );
+    documented(&caught_up);
+}
+
+/// Every family a scrape shows and every one the Grafana dashboard
+/// queries is documented in the README's table.
+fn documented(scrape: &Scrape) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README");
+    let dashboard =
+        std::fs::read_to_string(format!("{root}/ops/grafana/queen.json")).expect("dashboard");
+    let row = |family: &str| readme.contains(&format!("| `{family}` |"));
+    for family in scrape.types.keys() {
+        assert!(row(family), "{family} is not documented in README.md");
+    }
+    let mut queried = 0;
+    for (i, _) in dashboard
+        .match_indices("queen_")
+        .chain(dashboard.match_indices("process_"))
+    {
+        let name: String = dashboard[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(&name);
+        assert!(
+            row(family),
+            "the dashboard queries {name}, not in README.md"
+        );
+        queried += 1;
+    }
+    assert!(queried > 30, "the dashboard queries {queried} series");
 }
 
 support::broker_scenarios!(
