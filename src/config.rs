@@ -116,6 +116,13 @@ pub struct Config {
     )]
     pub group_max_session_timeout_ms: i32,
 
+    /// Label the topic and lag metrics of `/metrics` per partition, not
+    /// only per topic. Native queues may have very many partitions: each
+    /// becomes a series, and each scrape reads every partition's newest
+    /// segment.
+    #[arg(long, env = "QUEEN_METRICS_PER_PARTITION", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub metrics_per_partition: bool,
+
     /// Most Kafka connections served at once.
     #[arg(long, env = "QUEEN_MAX_KAFKA_CONNECTIONS", default_value_t = 10_000)]
     pub max_kafka_connections: usize,

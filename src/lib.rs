@@ -3,10 +3,13 @@
 //!
 //! - [`config`]: flags and environment.
 //! - [`http`]: the native HTTP API (one file per resource).
+//! - [`metrics`]: `GET /metrics` (Prometheus), HTTP request metrics and the
+//!   families read at scrape time.
 //! - [`run`]: opens the engine, binds both listeners, serves until shutdown.
 
 pub mod config;
 pub mod http;
+pub mod metrics;
 
 use std::future::Future;
 
@@ -71,12 +74,12 @@ pub async fn run(
             &config.default_subscription_mode,
         ),
     };
-    let http_task = tokio::spawn(http::serve(http, state, stop.clone().cancelled_owned()));
-    let kafka_task = tokio::spawn(facade::serve(
-        kafka,
-        Arc::new(broker),
-        stop.clone().cancelled_owned(),
-    ));
+    let broker = Arc::new(broker);
+    let metrics =
+        metrics::Metrics::new(engine.clone(), broker.clone(), config.metrics_per_partition);
+    let app = http::router(state).merge(metrics::router(metrics));
+    let http_task = tokio::spawn(http::serve(http, app, stop.clone().cancelled_owned()));
+    let kafka_task = tokio::spawn(facade::serve(kafka, broker, stop.clone().cancelled_owned()));
 
     let kv_engine = engine.clone();
     let sweeper = tokio::spawn(upkeep(

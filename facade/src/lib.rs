@@ -14,6 +14,8 @@
 //! - `authorized`: KIP-430's authorized operations.
 //! - `groups`: membership of the consumer groups this broker coordinates
 //!   (committed offsets are in the database).
+//! - [`metrics`]: requests, errors and latency per API and version,
+//!   rebalances and members per group (traffic by door is `telemetry`'s).
 //! - `records`: record batches in (CRC, decompression within a budget) and
 //!   out; `broker`: this broker's identity, registry heartbeat and the
 //!   name-to-partition cache; `produce_rules`: the per-topic limits a
@@ -33,6 +35,7 @@ mod error;
 mod groups;
 mod guard;
 pub mod handlers;
+pub mod metrics;
 mod produce_rules;
 pub mod records;
 mod topic_name;
@@ -101,14 +104,17 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Fu
                 };
                 let Ok(slot) = slots.clone().try_acquire_owned() else {
                     tracing::warn!(%peer, "kafka: too many connections; closing");
+                    metrics::KAFKA.refused();
                     continue;
                 };
+                // Counted open for as long as its task holds the slot.
+                let open = telemetry::ConnectionGuard::open(telemetry::Door::Kafka);
                 let broker = broker.clone();
                 tokio::spawn(async move {
                     if let Err(e) = conn::handle(socket, broker).await {
                         tracing::debug!(%peer, error = %e, "kafka connection closed");
                     }
-                    drop(slot);
+                    drop((slot, open));
                 });
             }
         }

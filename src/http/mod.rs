@@ -100,18 +100,25 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/stats/refresh",
             post(consumer_groups::refresh_stats),
         )
-        .fallback(|| async { ApiError::NoSuchRoute })
+        // Counts and times every matched route by its template; the
+        // fallback is counted as route `unmatched` by the same function.
+        .route_layer(axum::middleware::from_fn(crate::metrics::http::track))
+        .fallback_service(
+            axum::routing::any(|| async { ApiError::NoSuchRoute })
+                .layer(axum::middleware::from_fn(crate::metrics::http::track)),
+        )
         .with_state(state)
 }
 
-/// Serves the API on `listener` until `shutdown` resolves, then lets the
-/// requests in flight finish.
+/// Serves `app` (the API's [`router`] with what the broker adds) on
+/// `listener`, counting its connections, until `shutdown` resolves, then
+/// lets the requests in flight finish.
 pub async fn serve(
     listener: TcpListener,
-    state: AppState,
+    app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    axum::serve(crate::metrics::http::CountedListener(listener), app)
         .with_graceful_shutdown(shutdown)
         .await
 }

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use axum::body::HttpBody;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_json::value::RawValue;
 use storage::{PopOutcome, PopRequest, PoppedMessage, SubscriptionMode, QUEUE_MODE_GROUP};
+use telemetry::{Door, TRAFFIC};
 
 use super::body::QueryParams;
 use super::content::{self, KafkaFields};
@@ -199,6 +201,7 @@ async fn run(state: &AppState, target: Target, query: &PopQuery) -> Result<Respo
         subscription,
         wait,
     };
+    let start = std::time::Instant::now();
     let outcome = match target {
         Target::Queue(..) => state.engine.pop(&request).await?,
         Target::Matching => {
@@ -212,11 +215,21 @@ async fn run(state: &AppState, target: Target, query: &PopQuery) -> Result<Respo
             state.engine.pop_matching(namespace, task, &request).await?
         }
     };
+    let traffic = TRAFFIC.door(Door::Http);
+    if request.wait.is_some() {
+        traffic.long_poll_seconds.observe_since(start);
+    }
     if outcome.messages.is_empty() {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
     let echo = autopilot.then(|| json!({"partitions": partitions, "batch": batch, "waitMs": 0}));
-    Ok(Json(render(&outcome, &request.group, echo)).into_response())
+    let response = Json(render(&outcome, &request.group, echo)).into_response();
+    // The JSON body is complete here: its exact size is known.
+    traffic.records_out.inc_by(outcome.messages.len() as u64);
+    traffic
+        .bytes_out
+        .inc_by(response.body().size_hint().exact().unwrap_or(0));
+    Ok(response)
 }
 
 fn render<'a>(

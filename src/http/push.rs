@@ -6,6 +6,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use storage::{Content, PushItem, PushStatus, Record, DEFAULT_PARTITION};
+use telemetry::{Door, TRAFFIC};
 use uuid::Uuid;
 
 use super::body::JsonBody;
@@ -52,13 +53,21 @@ pub(super) async fn push(
     let items = body
         .items
         .ok_or_else(|| ApiError::BadRequest("items array is required".into()))?;
+    let mut bytes = 0;
     let items = items
         .into_iter()
         .enumerate()
-        .map(|(i, item)| to_push_item(i, item))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|(i, item)| {
+            let item = to_push_item(i, item)?;
+            if let Content::Json(data) = &item.record.content {
+                bytes += data.len();
+            }
+            Ok(item)
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
     let queues: Vec<String> = items.iter().map(|i| i.queue.clone()).collect();
     let outcomes = state.engine.push(items).await?;
+    received(bytes, outcomes.len());
     let answers = outcomes
         .into_iter()
         .zip(queues)
@@ -77,6 +86,15 @@ pub(super) async fn push(
         })
         .collect();
     Ok((StatusCode::CREATED, Json(answers)))
+}
+
+/// Counts an accepted push in the HTTP door's traffic: once per request.
+fn received(bytes: usize, records: usize) {
+    let traffic = TRAFFIC.door(Door::Http);
+    traffic.records_in.inc_by(records as u64);
+    traffic.bytes_in.inc_by(bytes as u64);
+    traffic.batch_records.observe(records as f64);
+    traffic.batch_bytes.observe(bytes as f64);
 }
 
 fn to_push_item(index: usize, item: PushItemBody) -> Result<PushItem, ApiError> {

@@ -17,9 +17,11 @@ use crate::consume::wake::Wake;
 use crate::dedup::run::{Entry, Page};
 use crate::dedup::HashRow;
 use crate::error::{Result, StorageError};
+use crate::metrics::{timed_acquire, Pool};
 use crate::model::PartitionId;
 use crate::postgres::PgStore;
 use crate::sqlite::SqliteStore;
+use crate::stats::PoolStats;
 
 /// One value per backend: the same thing, on SQLite or on PostgreSQL.
 #[derive(Debug, Clone)]
@@ -103,18 +105,67 @@ impl Store {
     /// A connection of the reader pool.
     pub(crate) async fn read_conn(&self) -> Result<ReadConn> {
         Ok(match self.reader() {
-            Db::Sqlite(pool) => Db::Sqlite(pool.acquire().await?),
-            Db::Postgres(pool) => Db::Postgres(pool.acquire().await?),
+            Db::Sqlite(pool) => Db::Sqlite(timed_acquire(Pool::Reader, pool.acquire()).await?),
+            Db::Postgres(pool) => {
+                Db::Postgres(timed_acquire(Pool::Postgres, pool.acquire()).await?)
+            }
         })
     }
 
     /// Begins a write transaction. On SQLite it takes the one write lock at
     /// once (`BEGIN IMMEDIATE`), so it never has to upgrade a read lock,
     /// which fails instead of waiting.
+    /// The wait for the connection is measured apart from the `BEGIN`.
     pub(crate) async fn begin_write(&self) -> Result<WriteTx> {
         Ok(match self {
-            Self::Sqlite(s) => Db::Sqlite(s.writer().begin_with("BEGIN IMMEDIATE").await?),
-            Self::Postgres(s) => Db::Postgres(s.pool().begin().await?),
+            Self::Sqlite(s) => {
+                let conn = timed_acquire(Pool::Writer, s.writer().acquire()).await?;
+                Db::Sqlite(sqlx::Transaction::begin(conn, Some("BEGIN IMMEDIATE".into())).await?)
+            }
+            Self::Postgres(s) => {
+                let conn = timed_acquire(Pool::Postgres, s.pool().acquire()).await?;
+                Db::Postgres(sqlx::Transaction::begin(conn, None).await?)
+            }
+        })
+    }
+
+    /// The connection pools with their state now.
+    pub(crate) fn pools(&self) -> Vec<PoolStats> {
+        fn stats<DB: sqlx::Database>(pool: Pool, p: &sqlx::Pool<DB>) -> PoolStats {
+            let size = p.size();
+            let idle = u32::try_from(p.num_idle()).unwrap_or(size);
+            PoolStats {
+                pool,
+                max: p.options().get_max_connections(),
+                open: size,
+                in_use: size.saturating_sub(idle),
+            }
+        }
+        match self {
+            Self::Sqlite(s) => vec![
+                stats(Pool::Writer, s.writer()),
+                stats(Pool::Reader, s.reader()),
+            ],
+            Self::Postgres(s) => vec![stats(Pool::Postgres, s.pool())],
+        }
+    }
+
+    /// The size of the database: SQLite's file (its pages, without the
+    /// WAL), PostgreSQL's database. Both are catalog reads, not scans.
+    pub(crate) async fn database_bytes(&self) -> Result<i64> {
+        Ok(match self.reader() {
+            Db::Sqlite(pool) => {
+                sqlx::query_scalar(
+                    "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+                )
+                .fetch_one(pool)
+                .await?
+            }
+            Db::Postgres(pool) => {
+                sqlx::query_scalar("SELECT pg_database_size(current_database())")
+                    .fetch_one(pool)
+                    .await?
+            }
         })
     }
 

@@ -138,16 +138,28 @@ impl Writer {
 
     /// Appends in one transaction.
     async fn append(&self, jobs: &[AppendJob]) -> Result<Vec<JobOutcome>> {
+        let start = std::time::Instant::now();
         let mut tx = self.store.begin_write().await?;
         let (outcomes, indexes) =
             crate::append::append(&mut tx.conn(), jobs, self.clock.now_ms(), &self.cache).await?;
         tx.commit().await?;
+        observe_commit(start, jobs);
         // Only what was committed may enter the cache.
         for (partition_id, index) in indexes {
             self.cache.put(partition_id, index);
         }
         Ok(outcomes)
     }
+}
+
+/// Records a committed group in the storage metrics: once per commit,
+/// never per record.
+fn observe_commit(start: std::time::Instant, jobs: &[AppendJob]) {
+    let metrics = &*crate::metrics::STORAGE;
+    metrics.commit_seconds.observe_since(start);
+    metrics.group_jobs.observe(jobs.len() as f64);
+    let records: usize = jobs.iter().map(|j| j.records.len()).sum();
+    metrics.group_records.observe(records as f64);
 }
 
 /// Gives a job whose partition vanished its records back, for another try.

@@ -15,6 +15,9 @@
 //!   Kafka index); [`offsets`], [`producers`]; `consume/` (pops, acks,
 //!   leases, cursors, groups, dead letters, long-poll wake-ups); [`kv`];
 //!   `txn` (acks, pushes and KV ops in one transaction).
+//! - [`metrics`]: the engine's Prometheus families (group commits, waits
+//!   for a connection, retention's work); `stats`: what a scrape reads from
+//!   the database (offsets, sizes, lag), one aggregated statement each.
 //! - `sql/<concern>.rs`: every statement of that concern, written once for
 //!   both backends, rows decoded into `FromRow` structs.
 //! - `backend`: what differs between SQLite and PostgreSQL, as named
@@ -40,6 +43,7 @@ mod error;
 mod ids;
 pub mod kv;
 mod log;
+pub mod metrics;
 pub mod model;
 pub mod offsets;
 pub mod options;
@@ -50,6 +54,7 @@ pub mod record;
 mod retention;
 mod sql;
 mod sqlite;
+mod stats;
 pub mod topic_configs;
 mod topics;
 mod txn;
@@ -76,6 +81,7 @@ pub use model::{
 };
 pub use options::QueueOptions;
 pub use record::{Content, Header, KafkaRecord, Record};
+pub use stats::{GroupLag, PoolStats, TopicStats};
 pub use topics::TopicCreation;
 pub use txn::{TxnOp, TxnOpResult, TxnOutcome, TxnRequest, TxnRollback};
 

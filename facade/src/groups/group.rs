@@ -212,7 +212,6 @@ impl Group {
     }
 
     /// The current generation.
-    #[cfg(test)]
     pub(super) fn generation(&self) -> i32 {
         self.generation
     }

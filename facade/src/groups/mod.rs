@@ -67,8 +67,10 @@ impl Coordinator {
             tick.tick().await;
             let now = self.now();
             let mut groups = self.lock();
-            for group in groups.values_mut() {
+            for (id, group) in groups.iter_mut() {
+                let generation = group.generation();
                 group.tick(now);
+                count_rebalance(id, generation, group);
             }
             groups.retain(|_, g| !g.is_idle(now));
         }
@@ -236,7 +238,9 @@ impl Coordinator {
         } else {
             groups.get_mut(group_id)?
         };
+        let generation = group.generation();
         let answer = f(group, now);
+        count_rebalance(group_id, generation, group);
         if group.is_idle(now) {
             groups.remove(group_id);
         }
@@ -249,6 +253,13 @@ impl Coordinator {
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Group>> {
         self.groups.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Counts a rebalance of `id` when `group` moved past `generation`.
+fn count_rebalance(id: &str, generation: i32, group: &Group) {
+    if group.generation() != generation {
+        crate::metrics::KAFKA.rebalanced(id);
     }
 }
 

@@ -11,13 +11,15 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::ResponseError;
 use storage::{PartitionId, StorageError, StoredMessage};
+use telemetry::{Door, TRAFFIC};
 use uuid::Uuid;
 
 use crate::broker::Broker;
 use crate::error::storage_code;
+use crate::metrics::KAFKA;
 use crate::records::encode_batch;
 
 /// The longest a fetch may wait, whatever it asks.
@@ -70,7 +72,8 @@ pub(super) async fn handle(broker: &Broker, version: i16, request: FetchRequest)
     }
 
     let wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0)).min(MAX_WAIT);
-    let deadline = tokio::time::Instant::now() + wait;
+    let start = tokio::time::Instant::now();
+    let deadline = start + wait;
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
     let max_bytes = usize::try_from(request.max_bytes).unwrap_or(usize::MAX);
     let read_committed = request.isolation_level == 1;
@@ -79,32 +82,42 @@ pub(super) async fn handle(broker: &Broker, version: i16, request: FetchRequest)
         let notified = appended.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let (partitions, bytes, failed) =
-            read_all(broker, version, &wanted, max_bytes, read_committed).await;
+        let read = read_all(broker, version, &wanted, max_bytes, read_committed).await;
         let expired = tokio::time::Instant::now() >= deadline;
-        if bytes >= min_bytes || failed || expired {
-            return answer(version, &topics, &wanted, partitions);
+        if read.bytes >= min_bytes || read.failed || expired {
+            return answer(version, &topics, &wanted, read, start, wait);
         }
         // Sleep until something is appended (here or, on PostgreSQL, on
         // another broker), or the deadline.
         if tokio::time::timeout_at(deadline, notified).await.is_err() {
-            let (partitions, _, _) =
-                read_all(broker, version, &wanted, max_bytes, read_committed).await;
-            return answer(version, &topics, &wanted, partitions);
+            let read = read_all(broker, version, &wanted, max_bytes, read_committed).await;
+            return answer(version, &topics, &wanted, read, start, wait);
         }
     }
 }
 
-/// Reads every wanted partition; returns their answers, the record bytes
-/// gathered and whether any partition failed.
+/// What one pass over the wanted partitions read.
+struct Read {
+    /// Each partition's answer.
+    partitions: Vec<PartitionData>,
+    /// The record bytes gathered.
+    bytes: usize,
+    /// The records gathered.
+    records: usize,
+    /// Whether any partition failed.
+    failed: bool,
+}
+
+/// Reads every wanted partition.
 async fn read_all(
     broker: &Broker,
     version: i16,
     wanted: &[Wanted],
     max_bytes: usize,
     read_committed: bool,
-) -> (Vec<PartitionData>, usize, bool) {
+) -> Read {
     let mut total = 0;
+    let mut records = 0;
     let mut failed = false;
     let mut out = Vec::with_capacity(wanted.len());
     for w in wanted {
@@ -132,8 +145,9 @@ async fn read_all(
                 )
                 .await
                 {
-                    Ok((filled, n)) => {
+                    Ok((filled, n, count)) => {
                         total += n;
+                        records += count;
                         data = filled;
                     }
                     Err(e) => {
@@ -148,7 +162,12 @@ async fn read_all(
         }
         out.push(data);
     }
-    (out, total, failed)
+    Read {
+        partitions: out,
+        bytes: total,
+        records,
+        failed,
+    }
 }
 
 /// What one partition's records may take of the answer.
@@ -170,7 +189,7 @@ async fn read_one(
     offset: i64,
     budget: Budget,
     mut data: PartitionData,
-) -> Result<(PartitionData, usize), StorageError> {
+) -> Result<(PartitionData, usize, usize), StorageError> {
     let bounds = broker.engine.log_bounds(partition_id).await?;
     data.high_watermark = bounds.next_offset;
     data.last_stable_offset = bounds.next_offset;
@@ -179,47 +198,62 @@ async fn read_one(
     }
     if offset < bounds.log_start || offset > bounds.next_offset {
         data.error_code = ResponseError::OffsetOutOfRange.code();
-        return Ok((data, 0));
+        return Ok((data, 0, 0));
     }
     let mut records = BytesMut::new();
+    let mut count = 0;
     if (budget.bytes > 0 || budget.at_least_one) && offset < bounds.next_offset {
         let messages = broker
             .engine
             .read_partition(partition_id, offset, usize::MAX, budget.bytes.max(1))
             .await?;
-        records = encode_within(&messages, budget);
+        (records, count) = encode_within(&messages, budget);
     }
     let n = records.len();
     data.records = Some(records.freeze());
-    Ok((data, n))
+    Ok((data, n, count))
 }
 
-/// The batch of the longest prefix of `messages` that fits the budget.
+/// The batch of the longest prefix of `messages` that fits the budget, and
+/// how many messages it holds.
 /// Storage reads whole segments, and a batch's encoded size differs from
 /// its stored size (compression, headers), so the fit is checked on the
 /// encoded batch; a batch's size is near-linear in its records, so a
 /// too-large one is cut in proportion until it fits.
-fn encode_within(messages: &[StoredMessage], budget: Budget) -> BytesMut {
+fn encode_within(messages: &[StoredMessage], budget: Budget) -> (BytesMut, usize) {
     let mut n = messages.len();
     loop {
         let mut batch = BytesMut::new();
         encode_batch(&messages[..n], &mut batch);
         if batch.len() <= budget.bytes || (n == 1 && budget.at_least_one) {
-            return batch;
+            return (batch, n);
         }
         if n <= 1 {
-            return BytesMut::new();
+            return (BytesMut::new(), 0);
         }
         n = (n * budget.bytes / batch.len()).clamp(1, n - 1);
     }
 }
 
+/// Builds the answer from the last read, and counts what it delivers and,
+/// for a long poll (`max_wait_ms` > 0), how long it took.
 fn answer(
     version: i16,
     topics: &[(Option<String>, TopicName, Uuid)],
     wanted: &[Wanted],
-    partitions: Vec<PartitionData>,
+    read: Read,
+    start: tokio::time::Instant,
+    wait: Duration,
 ) -> FetchResponse {
+    let traffic = TRAFFIC.door(Door::Kafka);
+    traffic.records_out.inc_by(read.records as u64);
+    traffic.bytes_out.inc_by(read.bytes as u64);
+    if !wait.is_zero() {
+        traffic
+            .long_poll_seconds
+            .observe(start.elapsed().as_secs_f64());
+    }
+    let partitions = read.partitions;
     let mut responses: Vec<FetchableTopicResponse> = topics
         .iter()
         .map(|(_, name, id)| {
@@ -233,6 +267,7 @@ fn answer(
         })
         .collect();
     for (w, data) in wanted.iter().zip(partitions) {
+        KAFKA.partition_error(ApiKey::Fetch, data.error_code);
         responses[w.topic].partitions.push(data);
     }
     FetchResponse::default().with_responses(responses)

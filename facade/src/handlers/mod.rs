@@ -33,13 +33,17 @@ mod sync_group;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
+use tracing::Instrument;
+
 use crate::broker::Broker;
 use crate::conn::ConnError;
+use crate::metrics::{self, RequestMetrics, KAFKA};
 use crate::versions;
 
 /// The answer to a request: a frame (or none, for `acks = 0`) now, or a
@@ -132,16 +136,64 @@ pub struct Caller {
     pub host: String,
 }
 
-/// Handles one request frame from `peer`.
+/// Handles one request frame from `peer`: counts it, times it and logs it
+/// in a debug span (API, version, client id, duration), then routes it.
 pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<Reply, ConnError> {
+    let start = Instant::now();
+    let head = metrics::head(&frame);
+    let parsed = parse(frame).inspect_err(|_| KAFKA.undecodable(head))?;
+    let request = KAFKA.request(parsed.api, parsed.version);
+    // Field values are evaluated only when debug is enabled for this crate.
+    let span = tracing::debug_span!(
+        "kafka_request",
+        api = ?parsed.api,
+        version = parsed.version,
+        correlation_id = parsed.correlation_id,
+        client_id = parsed.client_id.as_deref().unwrap_or(""),
+        peer,
+    );
+    let reply = route(broker, peer, parsed, start, request.clone())
+        .instrument(span.clone())
+        .await;
+    match &reply {
+        // A produce is timed when its appends have committed (in `route`).
+        Ok(Reply::Later(_)) => {}
+        Ok(Reply::Ready(_)) => {
+            request.done(start, false);
+            answered(&span, start);
+        }
+        Err(e) => {
+            request.done(start, true);
+            tracing::debug!(parent: &span, error = %e, "kafka request failed");
+        }
+    }
+    reply
+}
+
+/// Logs, at debug level in the request's span, that it was answered.
+fn answered(span: &tracing::Span, start: Instant) {
+    tracing::debug!(
+        parent: span,
+        duration_ms = start.elapsed().as_secs_f64() * 1e3,
+        "kafka request answered"
+    );
+}
+
+/// Calls the API's handler.
+async fn route(
+    broker: &Arc<Broker>,
+    peer: &str,
+    parsed: Parsed,
+    start: Instant,
+    metrics: RequestMetrics,
+) -> Result<Reply, ConnError> {
     let Parsed {
         api,
         version,
         correlation_id,
         client_id,
         body,
-    } = parse(frame)?;
-    tracing::trace!(?api, version, correlation_id, "kafka request");
+    } = parsed;
     let ready = |answer: Result<BytesMut, ConnError>| answer.map(|f| Reply::Ready(Some(f)));
     macro_rules! route {
         ($($kind:ident => $handler:ident),* $(,)?) => {
@@ -162,11 +214,15 @@ pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<
                 }
                 Some(RequestKind::Produce(request)) => {
                     let completion = produce::handle(broker, version, request).await;
+                    let span = tracing::Span::current();
                     Ok(Reply::Later(Box::pin(async move {
-                        match completion.await {
+                        let frame = match completion.await {
                             Some(answer) => respond(api, version, correlation_id, &answer).map(Some),
                             None => Ok(None),
-                        }
+                        };
+                        metrics.done(start, frame.is_err());
+                        answered(&span, start);
+                        frame
                     })))
                 }
                 Some(_) => Err(ConnError::UnsupportedVersion { api: format!("{api:?}"), version }),

@@ -10,13 +10,15 @@ use bytes::Bytes;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use storage::{Content, PartitionId, StorageError};
+use telemetry::{Door, TRAFFIC};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
+use crate::metrics::KAFKA;
 use crate::records::{decode, BatchError, Decoded};
 
 /// A partition's answer in the making: (index, error code, base offset),
@@ -65,12 +67,16 @@ pub(super) async fn handle(
                 continue;
             };
             let records = data.records.unwrap_or_default();
+            let size = records.len();
             let queued = match prepare(broker, &name, data.index, records).await {
-                Ok((partition_id, batch)) => broker
-                    .engine
-                    .start_append(&name, partition_id, batch.records, batch.producer)
-                    .await
-                    .map_err(|e| (storage_code(&e), None)),
+                Ok((partition_id, batch)) => {
+                    received(size, batch.records.len());
+                    broker
+                        .engine
+                        .start_append(&name, partition_id, batch.records, batch.producer)
+                        .await
+                        .map_err(|e| (storage_code(&e), None))
+                }
                 Err(refused) => Err(refused),
             };
             match queued {
@@ -96,6 +102,15 @@ pub(super) async fn handle(
     })
 }
 
+/// Counts an accepted partition batch: once per batch, never per record.
+fn received(bytes: usize, records: usize) {
+    let traffic = TRAFFIC.door(Door::Kafka);
+    traffic.records_in.inc_by(records as u64);
+    traffic.bytes_in.inc_by(bytes as u64);
+    traffic.batch_records.observe(records as f64);
+    traffic.batch_bytes.observe(bytes as f64);
+}
+
 fn answer(answers: Vec<(TopicProduceResponse, Vec<Slot>)>) -> ProduceResponse {
     let responses = answers
         .into_iter()
@@ -104,6 +119,7 @@ fn answer(answers: Vec<(TopicProduceResponse, Vec<Slot>)>) -> ProduceResponse {
                 partitions
                     .into_iter()
                     .map(|(index, error_code, base_offset, refusal)| {
+                        KAFKA.partition_error(ApiKey::Produce, error_code);
                         let mut answer = PartitionProduceResponse::default()
                             .with_index(index)
                             .with_error_code(error_code)

@@ -243,7 +243,7 @@ impl Engine {
         while bases.peek().is_some() {
             let mut tx = self.inner.store.begin_write().await?;
             let mut conn = tx.conn();
-            let (mut replaced, mut bytes, mut runs) = (0, 0, Vec::new());
+            let (mut replaced, mut bytes, mut runs, mut removed) = (0, 0, Vec::new(), 0);
             while replaced < REWRITE_SEGMENTS && bytes < REWRITE_BYTES {
                 let Some(base) = bases.next() else { break };
                 // Read again under the write lock: DeleteRecords may have
@@ -271,9 +271,13 @@ impl Engine {
                 );
                 sql::retention::delete_segment(&mut conn, partition_id, base).await?;
                 replaced += 1;
+                removed += records.len() - survivors.len();
             }
             conn.write_appends(&runs, &[], &[]).await?;
             tx.commit().await?;
+            crate::metrics::STORAGE
+                .compaction_records
+                .inc_by(removed as u64);
             // The replaced rows are dead space until a vacuum.
             self.inner.vacuum.add(Table::Segments, replaced as u64);
         }

@@ -87,6 +87,7 @@ impl Engine {
             }
         }
         let swept = self.sweep(SWEEP_SEGMENTS).await?;
+        crate::metrics::STORAGE.retention_segments.inc_by(swept);
         self.inner.vacuum.add(Table::Segments, swept);
         self.inner
             .vacuum
@@ -139,6 +140,9 @@ impl Engine {
         let mut tx = store.begin_write().await?;
         sql::retention::advance_log_start(&mut tx.conn(), p.id, start).await?;
         tx.commit().await?;
+        crate::metrics::STORAGE
+            .retention_records
+            .inc_by((start - p.log_start) as u64);
         let whole_page = heads.len() as i64 == HEADS;
         Ok(whole_page
             && heads

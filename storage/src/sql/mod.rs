@@ -7,7 +7,8 @@
 //! [`producers`]: Kafka producer ids and state; [`kv`]: the key/value store;
 //! [`consume`]: pops and acks (leases, cursors); [`groups`]: consumer groups'
 //! positions, subscriptions and admin; [`dead_letters`]: the DLQ;
-//! [`retention`]: log-start movement, deleting segments, duty leases.
+//! [`retention`]: log-start movement, deleting segments, duty leases;
+//! [`stats`]: what a metrics scrape reads, aggregated by the database.
 
 pub(crate) mod brokers;
 pub(crate) mod catalog;
@@ -20,6 +21,7 @@ pub(crate) mod offsets;
 pub(crate) mod producers;
 pub(crate) mod retention;
 pub(crate) mod segments;
+pub(crate) mod stats;
 
 /// A client's string kept as bytes (PostgreSQL's TEXT cannot hold NUL),
 /// read back. Only strings were stored, so only a hand-edited row is not

@@ -11,6 +11,7 @@ mod producers;
 mod push;
 mod queues;
 mod retention;
+mod stats;
 mod strings;
 mod support;
 mod txn;
@@ -40,6 +41,9 @@ macro_rules! contract {
 }
 
 contract!(
+    stats::topic_stats_sum_partitions_and_estimate_sizes,
+    stats::group_lag_counts_kafka_and_native_groups,
+    stats::pools_and_database_size_are_reported,
     retention::age_deletes_old_segments_and_readers_continue,
     retention::size_keeps_the_newest_bytes,
     retention::completed_retention_waits_for_every_group,
