@@ -14,7 +14,8 @@
 //!   besides pushes); `partitions` (the partition-id cache by name and by
 //!   Kafka index); [`offsets`], [`producers`]; `consume/` (pops, acks,
 //!   leases, cursors, groups, dead letters, long-poll wake-ups); [`kv`];
-//!   `txn` (acks, pushes and KV ops in one transaction).
+//!   `txn` (acks, pushes and KV ops in one transaction); [`users`] (SCRAM
+//!   credentials of the Kafka door).
 //! - `sql/<concern>.rs`: every statement of that concern, written once for
 //!   both backends, rows decoded into `FromRow` structs.
 //! - `backend`: what differs between SQLite and PostgreSQL, as named
@@ -53,6 +54,7 @@ mod sqlite;
 pub mod topic_configs;
 mod topics;
 mod txn;
+pub mod users;
 mod vacuum;
 
 use std::collections::HashMap;
@@ -78,6 +80,7 @@ pub use options::QueueOptions;
 pub use record::{Content, Header, KafkaRecord, Record};
 pub use topics::TopicCreation;
 pub use txn::{TxnOp, TxnOpResult, TxnOutcome, TxnRequest, TxnRollback};
+pub use users::{ScramCredential, ScramMechanism, UserError, UserInfo};
 
 use append::{AppendJob, JobOutcome};
 use backend::Store;

@@ -7,7 +7,8 @@
 //! [`producers`]: Kafka producer ids and state; [`kv`]: the key/value store;
 //! [`consume`]: pops and acks (leases, cursors); [`groups`]: consumer groups'
 //! positions, subscriptions and admin; [`dead_letters`]: the DLQ;
-//! [`retention`]: log-start movement, deleting segments, duty leases.
+//! [`retention`]: log-start movement, deleting segments, duty leases;
+//! [`users`]: SCRAM credentials.
 
 pub(crate) mod brokers;
 pub(crate) mod catalog;
@@ -20,3 +21,4 @@ pub(crate) mod offsets;
 pub(crate) mod producers;
 pub(crate) mod retention;
 pub(crate) mod segments;
+pub(crate) mod users;

@@ -13,6 +13,7 @@ mod queues;
 mod retention;
 mod support;
 mod txn;
+mod users;
 
 /// Instantiates each scenario `module::name(&Db)` once per backend.
 macro_rules! contract {
@@ -39,6 +40,9 @@ macro_rules! contract {
 }
 
 contract!(
+    users::credentials_are_shared_replaced_and_deleted,
+    users::malformed_users_and_credentials_are_refused,
+    users::listeners_are_advertised_per_name,
     retention::age_deletes_old_segments_and_readers_continue,
     retention::size_keeps_the_newest_bytes,
     retention::completed_retention_waits_for_every_group,
