@@ -3,6 +3,7 @@
 //! API's handler (one file each), encode the answer with its header.
 
 mod alter_configs;
+mod alter_user_scram_credentials;
 mod api_versions;
 mod create_partitions;
 mod create_topics;
@@ -13,6 +14,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_producers;
+mod describe_user_scram_credentials;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -132,8 +134,15 @@ pub struct Caller {
     pub host: String,
 }
 
-/// Handles one request frame from `peer`.
-pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<Reply, ConnError> {
+/// Handles one request frame from `peer`, connected through the listener
+/// named `listener` (whose brokers' addresses Metadata and the coordinator
+/// lookups answer).
+pub async fn dispatch(
+    broker: &Arc<Broker>,
+    peer: &str,
+    listener: &str,
+    frame: Bytes,
+) -> Result<Reply, ConnError> {
     let Parsed {
         api,
         version,
@@ -152,6 +161,18 @@ pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<
                     let answer = $handler::handle(broker, version, request).await;
                     ready(respond(api, version, correlation_id, &answer))
                 })*
+                Some(RequestKind::Metadata(request)) => {
+                    let answer = metadata::handle(broker, version, request, listener).await;
+                    ready(respond(api, version, correlation_id, &answer))
+                }
+                Some(RequestKind::FindCoordinator(request)) => {
+                    let answer = find_coordinator::handle(broker, version, request, listener).await;
+                    ready(respond(api, version, correlation_id, &answer))
+                }
+                Some(RequestKind::DescribeCluster(request)) => {
+                    let answer = describe_cluster::handle(broker, version, request, listener).await;
+                    ready(respond(api, version, correlation_id, &answer))
+                }
                 Some(RequestKind::JoinGroup(request)) => {
                     let caller = Caller {
                         client_id: client_id.map(|c| c.to_string()).unwrap_or_default(),
@@ -175,7 +196,6 @@ pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<
     }
     route!(
         ApiVersions => api_versions,
-        Metadata => metadata,
         Fetch => fetch,
         ListOffsets => list_offsets,
         CreateTopics => create_topics,
@@ -184,11 +204,9 @@ pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<
         DescribeConfigs => describe_configs,
         AlterConfigs => alter_configs,
         IncrementalAlterConfigs => incremental_alter_configs,
-        DescribeCluster => describe_cluster,
         OffsetForLeaderEpoch => offset_for_leader_epoch,
         InitProducerId => init_producer_id,
         DescribeProducers => describe_producers,
-        FindCoordinator => find_coordinator,
         OffsetCommit => offset_commit,
         OffsetFetch => offset_fetch,
         SyncGroup => sync_group,
@@ -199,11 +217,13 @@ pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<
         DeleteGroups => delete_groups,
         OffsetDelete => offset_delete,
         DeleteRecords => delete_records,
+        DescribeUserScramCredentials => describe_user_scram_credentials,
+        AlterUserScramCredentials => alter_user_scram_credentials,
     )
 }
 
 /// Encodes `answer` as a response frame: length, header, body.
-fn respond<T: Encodable>(
+pub(crate) fn respond<T: Encodable>(
     api: ApiKey,
     version: i16,
     correlation_id: i32,
