@@ -119,5 +119,7 @@ pub fn acceptor(files: &TlsFiles) -> Result<tokio_rustls::TlsAcceptor, TlsError>
 /// default SSL principal builder writes it.
 pub fn certificate_principal(der: &[u8]) -> Option<Principal> {
     let cert = x509_cert::Certificate::from_der(der).ok()?;
+    // x509-cert writes RFC 4514 order (the most specific RDN first, the
+    // reverse of the encoding), as Java's X500Principal does for Kafka.
     Some(Principal::user(&cert.tbs_certificate.subject.to_string()))
 }
