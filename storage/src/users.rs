@@ -196,7 +196,8 @@ impl Engine {
     pub async fn users(&self, names: Option<&[String]>) -> Result<Vec<UserInfo>, UserError> {
         let rows = crate::sql::users::list(&self.inner.store).await?;
         let mut users: Vec<UserInfo> = Vec::new();
-        for (name, mechanism, iterations) in rows {
+        for row in rows {
+            let (name, mechanism, iterations) = (row.username, row.mechanism, row.iterations);
             if names.is_some_and(|wanted| !wanted.contains(&name)) {
                 continue;
             }

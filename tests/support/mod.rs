@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod kafka;
+pub(crate) mod pki;
 pub(crate) mod router;
 
 use std::io::{BufRead, BufReader};

@@ -90,8 +90,16 @@ pub(crate) async fn delete(
     Ok(deleted > 0)
 }
 
-/// (user, mechanism, iterations) of every credential, by user then mechanism.
-pub(crate) async fn list(store: &Store) -> Result<Vec<(String, String, i32)>, UserError> {
+/// A credential as listed: no salt, no keys.
+#[derive(sqlx::FromRow)]
+pub(crate) struct ListedCredential {
+    pub username: String,
+    pub mechanism: String,
+    pub iterations: i32,
+}
+
+/// Every credential, by user then mechanism.
+pub(crate) async fn list(store: &Store) -> Result<Vec<ListedCredential>, UserError> {
     Ok(on_db!(store.reader(), pool =>
         sqlx::query_as(
             "SELECT username, mechanism, iterations FROM scram_credentials \
