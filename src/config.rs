@@ -215,7 +215,7 @@ pub enum UserCommand {
         )]
         mechanisms: Vec<String>,
         /// PBKDF2 iterations (4096 to 16384, as Kafka accepts).
-        #[arg(long, default_value_t = 8192)]
+        #[arg(long, default_value_t = facade::auth::credential::DEFAULT_ITERATIONS)]
         iterations: i32,
     },
     /// Deletes a user's credentials.

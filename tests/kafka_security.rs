@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, FetchRequest,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, DescribeClusterRequest,
+    DescribeClusterResponse, FetchRequest, FindCoordinatorRequest, FindCoordinatorResponse,
     MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
     SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
 };
@@ -470,6 +471,32 @@ async fn raw_exchanges_v0_tokens_and_reauthentication(url: &str) {
         assert_eq!(raw.frame().expect("raw answer").len(), 0);
         let metadata = raw.metadata("after-v0").expect("served after v0 PLAIN");
         assert_eq!(metadata.topics[0].error_code, 0);
+        // Every address this listener's clients are given is its own.
+        let endpoint = |host: &StrBytes, port: i32| format!("{host}:{port}");
+        let brokers = &metadata.brokers;
+        assert_eq!(endpoint(&brokers[0].host, brokers[0].port), address);
+        let coordinator: FindCoordinatorResponse = raw
+            .call(
+                ApiKey::FindCoordinator,
+                4,
+                &FindCoordinatorRequest::default()
+                    .with_coordinator_keys(vec![StrBytes::from_static_str("a-group")]),
+            )
+            .expect("FindCoordinator");
+        let found = &coordinator.coordinators[0];
+        assert_eq!(
+            (found.error_code, endpoint(&found.host, found.port)),
+            (0, address.clone())
+        );
+        let cluster: DescribeClusterResponse = raw
+            .call(
+                ApiKey::DescribeCluster,
+                1,
+                &DescribeClusterRequest::default(),
+            )
+            .expect("DescribeCluster");
+        let listed = &cluster.brokers[0];
+        assert_eq!(endpoint(&listed.host, listed.port), address);
         // A wrong raw token closes without an answer (there is no frame
         // to carry an error in, as in Kafka).
         let mut raw = Raw::connect(&address);

@@ -11,6 +11,10 @@ pub const MIN_ITERATIONS: i32 = 4096;
 /// The most PBKDF2 iterations accepted (Kafka's): each PLAIN check and
 /// each new credential pays them.
 pub const MAX_ITERATIONS: i32 = 16384;
+/// The iterations of credentials made without a count (`queen user add`),
+/// and of the decoys an unknown user is checked against, so that checking
+/// one costs what checking a real user usually does.
+pub const DEFAULT_ITERATIONS: i32 = 8192;
 /// The salt length of credentials made here.
 const SALT_BYTES: usize = 32;
 

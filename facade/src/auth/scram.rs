@@ -147,7 +147,7 @@ impl Exchange {
         let known = credential.is_some();
         let credential = credential.unwrap_or_else(|| ScramCredential {
             salt: decoy_salt(&first.user),
-            iterations: super::credential::MIN_ITERATIONS,
+            iterations: super::credential::DEFAULT_ITERATIONS,
             stored_key: vec![0; mechanism.key_len()],
             server_key: vec![0; mechanism.key_len()],
         });

@@ -425,7 +425,7 @@ async fn plain_password_matches(
             m,
             ScramCredential {
                 salt: config.decoy_salt(m, &message.user),
-                iterations: credential::MIN_ITERATIONS,
+                iterations: credential::DEFAULT_ITERATIONS,
                 stored_key: vec![0; m.key_len()],
                 server_key: vec![0; m.key_len()],
             },

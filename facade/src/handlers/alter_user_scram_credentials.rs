@@ -12,7 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use storage::{ScramMechanism, UserError};
 
-use crate::auth::credential::{from_salted_password, CredentialError};
+use crate::auth::credential::from_salted_password;
 use crate::broker::Broker;
 
 /// An alteration's result: no error, or a code and a message.
@@ -95,9 +95,8 @@ pub(super) async fn handle(
                 &upsertion.salt,
                 upsertion.iterations,
             ) {
-                Err(e @ CredentialError::Iterations(_)) => {
-                    Some((ResponseError::UnacceptableCredential, e.to_string()))
-                }
+                // Iterations out of range, a salt or salted password of
+                // the wrong size: what Kafka calls an unacceptable credential.
                 Err(e) => Some((ResponseError::UnacceptableCredential, e.to_string())),
                 Ok(credential) => broker
                     .engine
