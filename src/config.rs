@@ -1,6 +1,7 @@
 //! The command line and environment of the `queen` binary.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use clap::Parser;
 
@@ -22,7 +23,8 @@ pub struct Config {
     #[arg(
         long,
         env = "QUEEN_DATABASE_URL",
-        default_value = "sqlite://./data/queen.db"
+        default_value = "sqlite://./data/queen.db",
+        global = true
     )]
     pub database_url: String,
 
@@ -126,4 +128,108 @@ pub struct Config {
     /// Most Kafka connections served at once.
     #[arg(long, env = "QUEEN_MAX_KAFKA_CONNECTIONS", default_value_t = 10_000)]
     pub max_kafka_connections: usize,
+
+    /// Kafka listeners, `NAME://host:port` separated by commas, NAME one of
+    /// PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (Kafka's `listeners`).
+    /// Replaces --kafka-addr, which is one PLAINTEXT listener.
+    #[arg(long, env = "QUEEN_KAFKA_LISTENERS", value_delimiter = ',')]
+    pub kafka_listeners: Vec<String>,
+
+    /// The address clients of each listener are told, `NAME://host:port`
+    /// separated by commas (Kafka's `advertised.listeners`); a listener not
+    /// named here advertises the address it is bound to.
+    #[arg(long, env = "QUEEN_KAFKA_ADVERTISED_LISTENERS", value_delimiter = ',')]
+    pub kafka_advertised_listeners: Vec<String>,
+
+    /// The certificate chain (PEM) of SSL and SASL_SSL listeners.
+    #[arg(long, env = "QUEEN_KAFKA_SSL_CERT")]
+    pub kafka_ssl_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of SSL and SASL_SSL listeners.
+    #[arg(long, env = "QUEEN_KAFKA_SSL_KEY")]
+    pub kafka_ssl_key: Option<PathBuf>,
+
+    /// The CA certificates (PEM) client certificates are verified against.
+    #[arg(long, env = "QUEEN_KAFKA_SSL_CLIENT_CA")]
+    pub kafka_ssl_client_ca: Option<PathBuf>,
+
+    /// Whether TLS listeners ask for a client certificate (Kafka's
+    /// `ssl.client.auth`): `none`, `requested` or `required`. On an SSL
+    /// listener the certificate's subject is the principal.
+    #[arg(
+        long,
+        env = "QUEEN_KAFKA_SSL_CLIENT_AUTH",
+        default_value = "none",
+        value_parser = ["none", "requested", "required"]
+    )]
+    pub kafka_ssl_client_auth: String,
+
+    /// SASL mechanisms offered on SASL listeners, in order.
+    #[arg(
+        long,
+        env = "QUEEN_KAFKA_SASL_MECHANISMS",
+        value_delimiter = ',',
+        default_value = "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN"
+    )]
+    pub kafka_sasl_mechanisms: Vec<String>,
+
+    /// How long a SASL authentication lasts, in ms (Kafka's
+    /// `connections.max.reauth.ms`): clients re-authenticate before it
+    /// runs out (KIP-368). 0: for the connection's life.
+    #[arg(
+        long,
+        env = "QUEEN_KAFKA_SASL_SESSION_LIFETIME_MS",
+        default_value_t = 0
+    )]
+    pub kafka_sasl_session_lifetime_ms: i64,
+
+    /// Refuse to start if a Kafka listener does not authenticate its
+    /// clients, or the HTTP API (which has no authentication yet) listens
+    /// beyond loopback.
+    #[arg(long, env = "QUEEN_REQUIRE_AUTH")]
+    pub require_auth: bool,
+
+    /// What to do instead of running the broker.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Tasks other than running the broker.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Manages the users of the Kafka door (SCRAM credentials, kept in the
+    /// database and shared by every broker on it).
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+/// `queen user …`.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum UserCommand {
+    /// Creates a user or sets its password. The password is read from
+    /// $QUEEN_USER_PASSWORD if set, else from the first line of stdin;
+    /// never from the command line.
+    #[command(alias = "set-password")]
+    Add {
+        /// The user name.
+        name: String,
+        /// The SCRAM mechanisms to keep a credential for (PLAIN accepts
+        /// the password through either).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "SCRAM-SHA-256,SCRAM-SHA-512"
+        )]
+        mechanisms: Vec<String>,
+        /// PBKDF2 iterations (4096 to 16384, as Kafka accepts).
+        #[arg(long, default_value_t = facade::auth::credential::DEFAULT_ITERATIONS)]
+        iterations: i32,
+    },
+    /// Deletes a user's credentials.
+    Delete {
+        /// The user name.
+        name: String,
+    },
+    /// Lists the users and their mechanisms.
+    List,
 }

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod http;
+pub mod kafka_listeners;
 pub mod metrics;
 
 use std::future::Future;
@@ -34,16 +35,14 @@ pub async fn run(
     let http = TcpListener::bind(config.http_addr)
         .await
         .with_context(|| format!("binding the HTTP address {}", config.http_addr))?;
-    let kafka = TcpListener::bind(config.kafka_addr)
-        .await
-        .with_context(|| format!("binding the Kafka address {}", config.kafka_addr))?;
-    let (advertised_host, advertised_port) = advertised(&config, kafka.local_addr()?)?;
+    kafka_listeners::check_http_exposure(&config, http.local_addr()?)?;
+    let kafka = kafka_listeners::bind(&config).await?;
     let facade_config = facade::FacadeConfig {
         max_request_bytes: config.max_kafka_request_bytes,
         max_message_bytes: config.max_message_bytes,
         max_decompressed_bytes: config.max_kafka_request_bytes,
-        advertised_host,
-        advertised_port,
+        listeners: kafka.iter().map(|(_, l)| l.clone()).collect(),
+        sasl: kafka_listeners::sasl(&config)?,
         auto_create_topics: config.auto_create_topics,
         default_partitions: config.default_partitions.max(1),
         max_connections: config.max_kafka_connections,
@@ -57,14 +56,27 @@ pub async fn run(
     let broker = facade::Broker::register(engine.clone(), facade_config)
         .await
         .context("registering the broker for the Kafka facade")?;
-    let (http_addr, kafka_addr) = (http.local_addr()?, kafka.local_addr()?);
-    // A stable line on stdout that scripts and tests wait for; the log
-    // says it too, for whoever reads only the log.
+    let http_addr = http.local_addr()?;
+    let mut kafka_addrs = Vec::new();
+    for (socket, listener) in &kafka {
+        kafka_addrs.push((listener.name.clone(), socket.local_addr()?));
+    }
+    // A stable line on stdout that scripts and tests wait for (`kafka=` is
+    // the first listener, `kafka.NAME=` each one); the log says it too,
+    // for whoever reads only the log.
+    let first = kafka_addrs
+        .first()
+        .map(|(_, a)| a.to_string())
+        .unwrap_or_default();
+    let each: String = kafka_addrs
+        .iter()
+        .map(|(name, addr)| format!(" kafka.{name}={addr}"))
+        .collect();
     println!(
-        "queen listening http={http_addr} kafka={kafka_addr} database={}",
+        "queen listening http={http_addr} kafka={first}{each} database={}",
         engine.backend()
     );
-    tracing::info!(http = %http_addr, kafka = %kafka_addr, database = engine.backend(), "listening");
+    tracing::info!(http = %http_addr, kafka = %first, listeners = %each.trim(), database = engine.backend(), "listening");
 
     let stop = CancellationToken::new();
     let state = http::AppState {
@@ -209,7 +221,10 @@ async fn expire_producers(engine: Engine, idle_ms: i64) {
 }
 
 /// The Kafka address to advertise: the configured one, or the listener's.
-fn advertised(config: &Config, bound: std::net::SocketAddr) -> anyhow::Result<(String, i32)> {
+pub(crate) fn advertised(
+    config: &Config,
+    bound: std::net::SocketAddr,
+) -> anyhow::Result<(String, i32)> {
     match &config.advertised_kafka_addr {
         Some(addr) => {
             let (host, port) = addr

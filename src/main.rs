@@ -1,9 +1,11 @@
-//! `queen`: runs the broker with both front doors.
+//! `queen`: runs the broker with both front doors, or manages its users.
+
+mod user_command;
 
 use std::io::IsTerminal;
 
 use clap::Parser;
-use queen::config::Config;
+use queen::config::{Command, Config};
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
@@ -18,5 +20,8 @@ async fn main() -> anyhow::Result<()> {
         "json" => logs.json().init(),
         _ => logs.init(),
     }
-    queen::run(config, queen::shutdown_signal()).await
+    match &config.command {
+        Some(Command::User(command)) => user_command::run(&config.database_url, command).await,
+        None => queen::run(config, queen::shutdown_signal()).await,
+    }
 }

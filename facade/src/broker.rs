@@ -56,11 +56,19 @@ pub struct Broker {
 }
 
 impl Broker {
-    /// Registers the broker under its advertised address.
+    /// Registers the broker under its first listener's advertised address
+    /// (its identity), with every listener's address by name.
     pub async fn register(engine: Engine, config: FacadeConfig) -> Result<Self, StorageError> {
+        let primary = config.primary_listener();
         let node_id = engine
-            .register_broker(&config.advertised_host, config.advertised_port)
+            .register_broker(&primary.advertised_host, primary.advertised_port)
             .await?;
+        let endpoints: Vec<_> = config
+            .listeners
+            .iter()
+            .map(|l| (l.name.clone(), l.advertised_host.clone(), l.advertised_port))
+            .collect();
+        engine.register_listeners(node_id, &endpoints).await?;
         let cluster_id = engine.cluster_id().await?;
         let budget_kib = config_kib(config.max_in_flight_bytes.max(1024));
         Ok(Self {
@@ -99,14 +107,22 @@ impl Broker {
         }
     }
 
-    /// The live brokers; this one at least, even if its heartbeat is late.
-    pub async fn live_brokers(&self) -> Result<Vec<BrokerInfo>, StorageError> {
-        let mut brokers = self.engine.live_brokers(LIVENESS_MS).await?;
+    /// The live brokers, at their addresses on the listener named
+    /// `listener`; this one at least, even if its heartbeat is late.
+    pub async fn live_brokers(&self, listener: &str) -> Result<Vec<BrokerInfo>, StorageError> {
+        let mut brokers = self.engine.live_brokers_on(LIVENESS_MS, listener).await?;
         if !brokers.iter().any(|b| b.id == self.node_id) {
+            let mine = self
+                .config
+                .listeners
+                .iter()
+                .find(|l| l.name == listener)
+                .map(|l| &**l)
+                .unwrap_or_else(|| self.config.primary_listener());
             brokers.push(BrokerInfo {
                 id: self.node_id,
-                host: self.config.advertised_host.clone(),
-                port: self.config.advertised_port,
+                host: mine.advertised_host.clone(),
+                port: mine.advertised_port,
             });
             brokers.sort_by_key(|b| b.id);
         }
@@ -140,7 +156,10 @@ impl Broker {
         let id = match fresh {
             Some(id) => id,
             None => {
-                let brokers = self.live_brokers().await?;
+                // Only ids matter here: any listener's view will do.
+                let brokers = self
+                    .live_brokers(&self.config.primary_listener().name)
+                    .await?;
                 let id = Self::coordinator(&brokers, group).map(|b| b.id);
                 *self.live.lock().unwrap_or_else(PoisonError::into_inner) =
                     Some((tokio::time::Instant::now(), brokers));

@@ -1,16 +1,22 @@
-//! One Kafka client connection: length-prefixed request frames in, response
-//! frames out, in request order.
+//! One Kafka client connection: TLS when its listener says so, then
+//! length-prefixed request frames in, response frames out, in request
+//! order, each frame first shown to the connection's authentication
+//! [`Session`] (which serves nothing else until SASL succeeds).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
+use crate::auth::session::{Session, Verdict};
+use crate::auth::Principal;
 use crate::broker::Broker;
 use crate::handlers::{self, Reply};
+use crate::listener::Listener;
 
 /// Why a connection was closed.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +41,12 @@ pub enum ConnError {
         /// The version asked for.
         version: i16,
     },
+    /// The TLS handshake failed or took too long.
+    #[error("TLS handshake: {0}")]
+    Tls(String),
+    /// Authentication failed, or a request came before it succeeded.
+    #[error("authentication: {0}")]
+    Auth(String),
     /// A response could not be encoded: a bug, logged loudly.
     #[error("cannot encode the response: {0}")]
     Encode(String),
@@ -43,18 +55,55 @@ pub enum ConnError {
 /// Requests read ahead of their answers on one connection.
 const IN_FLIGHT: usize = 16;
 
+/// How long a client may take to finish the TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves one accepted connection on `listener`: the TLS handshake first
+/// when the listener has TLS (a verified client certificate's subject is
+/// the principal), then the Kafka requests.
+pub async fn accept(
+    socket: TcpStream,
+    peer: SocketAddr,
+    listener: Arc<Listener>,
+    broker: Arc<Broker>,
+) -> Result<(), ConnError> {
+    let _ = socket.set_nodelay(true);
+    let Some(acceptor) = listener.tls.clone() else {
+        let (read, write) = socket.into_split();
+        return handle(read, write, peer, listener, None, broker).await;
+    };
+    let tls = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(socket))
+        .await
+        .map_err(|_| ConnError::Tls("timed out".into()))?
+        .map_err(|e| ConnError::Tls(e.to_string()))?;
+    let principal = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .and_then(|leaf| crate::tls::certificate_principal(leaf));
+    let (read, write) = tokio::io::split(tls);
+    handle(read, write, peer, listener, principal, broker).await
+}
+
 /// Serves one connection until the peer closes it or sends what cannot be
 /// served. A reader decodes requests and starts them in order (a produce
 /// queues its appends before the next request is read); a writer sends the
 /// answers in the same order as they complete, so pipelined produces share
 /// group commits without being reordered.
-pub async fn handle(socket: TcpStream, broker: Arc<Broker>) -> Result<(), ConnError> {
-    let _ = socket.set_nodelay(true);
-    let peer = socket
-        .peer_addr()
-        .map(|a| format!("/{}", a.ip()))
-        .unwrap_or_default();
-    let (read, mut write) = socket.into_split();
+pub async fn handle<R, W>(
+    read: R,
+    mut write: W,
+    peer: SocketAddr,
+    listener: Arc<Listener>,
+    tls_principal: Option<Principal>,
+    broker: Arc<Broker>,
+) -> Result<(), ConnError>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let peer = format!("/{}", peer.ip());
     let (replies, mut queue) = mpsc::channel::<(Reply, OwnedSemaphorePermit)>(IN_FLIGHT);
     let writer = tokio::spawn(async move {
         while let Some((reply, budget)) = queue.recv().await {
@@ -67,15 +116,21 @@ pub async fn handle(socket: TcpStream, broker: Arc<Broker>) -> Result<(), ConnEr
             }
             drop(budget);
         }
+        // TLS sends its close_notify; a plain socket half-closes.
+        write.shutdown().await?;
         Ok::<(), ConnError>(())
     });
+    let mut session = Session::new(listener.protocol, tls_principal);
     let read_result = read_requests(
         BufReader::with_capacity(64 * 1024, read),
         &broker,
         &peer,
+        &listener,
+        &mut session,
         replies,
     )
     .await;
+    tracing::debug!(%peer, principal = ?session.principal(), "kafka: connection done");
     // Answers to the requests read so far still go out before closing.
     let write_result = writer
         .await
@@ -83,10 +138,12 @@ pub async fn handle(socket: TcpStream, broker: Arc<Broker>) -> Result<(), ConnEr
     read_result.and(write_result)
 }
 
-async fn read_requests(
-    mut read: BufReader<OwnedReadHalf>,
+async fn read_requests<R: AsyncRead + Unpin>(
+    mut read: BufReader<R>,
     broker: &Arc<Broker>,
     peer: &str,
+    listener: &Listener,
+    session: &mut Session,
     replies: mpsc::Sender<(Reply, OwnedSemaphorePermit)>,
 ) -> Result<(), ConnError> {
     loop {
@@ -97,8 +154,11 @@ async fn read_requests(
             Err(e) => return Err(e.into()),
         }
         let len = i32::from_be_bytes(len);
-        let max = broker.config.max_request_bytes;
-        let Some(size) = usize::try_from(len).ok().filter(|n| (8..=max).contains(n)) else {
+        let (min, max) = session.frame_bounds(broker.config.max_request_bytes);
+        let Some(size) = usize::try_from(len)
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+        else {
             tracing::warn!(length = len, "kafka: refusing a request frame");
             return Err(ConnError::BadLength(i64::from(len), max));
         };
@@ -107,7 +167,22 @@ async fn read_requests(
         let budget = broker.request_budget(size).await;
         let mut frame = vec![0u8; size];
         read.read_exact(&mut frame).await?;
-        match handlers::dispatch(broker, peer, Bytes::from(frame)).await {
+        let frame = Bytes::from(frame);
+        let dispatched = match session.on_frame(broker, &frame).await {
+            Verdict::Serve => handlers::dispatch(broker, peer, &listener.name, frame).await,
+            Verdict::Answer(answer) => Ok(Reply::Ready(Some(answer))),
+            Verdict::AnswerAndClose(answer, why) => {
+                tracing::info!(%peer, listener = %listener.name, reason = %why, "kafka: authentication failed");
+                // The answer goes out (the writer drains) before closing.
+                let _ = replies.send((Reply::Ready(Some(answer)), budget)).await;
+                return Err(ConnError::Auth(why));
+            }
+            Verdict::Close(why) => {
+                tracing::info!(%peer, listener = %listener.name, reason = %why, "kafka: closing an unauthenticated connection");
+                return Err(ConnError::Auth(why));
+            }
+        };
+        match dispatched {
             Ok(reply) => {
                 if replies.send((reply, budget)).await.is_err() {
                     return Ok(()); // the writer stopped: the peer is gone

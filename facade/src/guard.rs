@@ -372,6 +372,27 @@ const DELETE_RECORDS: &[Field] = &[
     Field(I32, 0, ALL), // timeout_ms
 ];
 
+const SASL_HANDSHAKE: &[Field] = &[Field(Str, 0, ALL)]; // mechanism
+
+const SASL_AUTHENTICATE: &[Field] = &[Field(Bytes, 0, ALL)]; // auth_bytes
+
+const DESCRIBE_USER_SCRAM_CREDENTIALS: &[Field] = &[Field(Array(&[Field(Str, 0, ALL)]), 0, ALL)];
+
+const ALTER_USER_SCRAM_CREDENTIALS: &[Field] = &[
+    Field(Array(&[Field(Str, 0, ALL), Field(I8, 0, ALL)]), 0, ALL), // deletions
+    Field(
+        Array(&[
+            Field(Str, 0, ALL),   // name
+            Field(I8, 0, ALL),    // mechanism
+            Field(I32, 0, ALL),   // iterations
+            Field(Bytes, 0, ALL), // salt
+            Field(Bytes, 0, ALL), // salted_password
+        ]),
+        0,
+        ALL,
+    ), // upsertions
+];
+
 /// The schema of a request body and the first flexible version of its API.
 fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
     Some(match api {
@@ -402,6 +423,10 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::DeleteGroups => (DELETE_GROUPS, 2),
         ApiKey::OffsetDelete => (OFFSET_DELETE, ALL), // never flexible
         ApiKey::DeleteRecords => (DELETE_RECORDS, 2),
+        ApiKey::SaslHandshake => (SASL_HANDSHAKE, ALL), // never flexible
+        ApiKey::SaslAuthenticate => (SASL_AUTHENTICATE, 2),
+        ApiKey::DescribeUserScramCredentials => (DESCRIBE_USER_SCRAM_CREDENTIALS, 0),
+        ApiKey::AlterUserScramCredentials => (ALTER_USER_SCRAM_CREDENTIALS, 0),
         _ => return None,
     })
 }

@@ -5,8 +5,12 @@
 //! is a queue partition by its Kafka index, offsets are shared.
 //!
 //! Where things live:
-//! - `conn`: one connection's frames, bounded by the maximum request size,
-//!   answered in order.
+//! - `listener`: the listeners (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL),
+//!   each with its advertised address; `tls`: rustls from PEM files and the
+//!   client certificate's principal; `auth/`: SASL (PLAIN, SCRAM) and the
+//!   per-connection gate.
+//! - `conn`: one connection's frames (after TLS, through its auth session),
+//!   bounded by the maximum request size, answered in order.
 //! - `handlers/`: dispatch (header, version check, codec) and one file per
 //!   API; `versions`: the single table of implemented APIs and versions.
 //! - `guard`: a schema walk that refuses impossible counts before the codec
@@ -28,6 +32,7 @@
 //! decodes its batch with `records`, appends through the engine (committed
 //! before the answer) and answers the base offsets.
 
+pub mod auth;
 mod authorized;
 mod broker;
 pub mod conn;
@@ -35,9 +40,11 @@ mod error;
 mod groups;
 mod guard;
 pub mod handlers;
+pub mod listener;
 pub mod metrics;
 mod produce_rules;
 pub mod records;
+pub mod tls;
 mod topic_name;
 mod varint;
 pub mod versions;
@@ -48,8 +55,10 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+pub use auth::SaslConfig;
 pub use broker::Broker;
 pub use groups::Limits as GroupLimits;
+pub use listener::{Listener, SecurityProtocol};
 
 /// Settings of the Kafka listener.
 #[derive(Debug, Clone)]
@@ -61,10 +70,11 @@ pub struct FacadeConfig {
     pub max_message_bytes: usize,
     /// The most a batch may grow to when decompressed.
     pub max_decompressed_bytes: usize,
-    /// The host clients are told to connect to.
-    pub advertised_host: String,
-    /// The port clients are told to connect to.
-    pub advertised_port: i32,
+    /// The listeners, each with the address its clients are told; the
+    /// first one's is the broker's identity in the registry. Never empty.
+    pub listeners: Vec<Arc<Listener>>,
+    /// How SASL listeners authenticate.
+    pub sasl: SaslConfig,
     /// Whether Metadata and Produce create unknown topics.
     pub auto_create_topics: bool,
     /// Partitions of an auto-created topic (and of CreateTopics with -1).
@@ -78,9 +88,25 @@ pub struct FacadeConfig {
     pub group_limits: GroupLimits,
 }
 
-/// Accepts Kafka connections on `listener` for the registered `broker`
-/// until `shutdown` resolves, keeping its registration alive meanwhile.
-pub async fn serve(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Future<Output = ()>) {
+impl FacadeConfig {
+    /// The first listener (a PLAINTEXT one on 127.0.0.1:9092 if, against
+    /// the documented rule, none was given).
+    pub fn primary_listener(&self) -> &Listener {
+        static FALLBACK: std::sync::OnceLock<Arc<Listener>> = std::sync::OnceLock::new();
+        self.listeners
+            .first()
+            .unwrap_or_else(|| FALLBACK.get_or_init(|| Listener::plaintext("127.0.0.1", 9092)))
+    }
+}
+
+/// Accepts Kafka connections on every bound listener for the registered
+/// `broker` until `shutdown` resolves, keeping its registration alive
+/// meanwhile. The connection limit is shared by all listeners.
+pub async fn serve(
+    listeners: Vec<(TcpListener, Arc<Listener>)>,
+    broker: Arc<Broker>,
+    shutdown: impl Future<Output = ()>,
+) {
     let slots = Arc::new(Semaphore::new(broker.config.max_connections));
     let heartbeat = {
         let broker = broker.clone();
@@ -90,35 +116,54 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, shutdown: impl Fu
         let broker = broker.clone();
         tokio::spawn(async move { broker.groups.run_timers().await })
     };
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => {
-                let (socket, peer) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "kafka listener: accept failed");
-                        continue;
-                    }
-                };
-                let Ok(slot) = slots.clone().try_acquire_owned() else {
-                    tracing::warn!(%peer, "kafka: too many connections; closing");
-                    metrics::KAFKA.refused();
-                    continue;
-                };
-                // Counted open for as long as its task holds the slot.
-                let open = telemetry::ConnectionGuard::open(telemetry::Door::Kafka);
-                let broker = broker.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = conn::handle(socket, broker).await {
-                        tracing::debug!(%peer, error = %e, "kafka connection closed");
-                    }
-                    drop((slot, open));
-                });
-            }
-        }
+    let accepting: Vec<_> = listeners
+        .into_iter()
+        .map(|(socket, listener)| {
+            tokio::spawn(accept_forever(
+                socket,
+                listener,
+                broker.clone(),
+                slots.clone(),
+            ))
+        })
+        .collect();
+    shutdown.await;
+    for task in accepting {
+        task.abort();
     }
     heartbeat.abort();
     group_timers.abort();
+}
+
+async fn accept_forever(
+    socket: TcpListener,
+    listener: Arc<Listener>,
+    broker: Arc<Broker>,
+    slots: Arc<Semaphore>,
+) {
+    loop {
+        let (stream, peer) = match socket.accept().await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(error = %e, listener = %listener.name, "kafka listener: accept failed");
+                // Out of descriptors, say: do not spin.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, "kafka: too many connections; closing");
+            metrics::KAFKA.refused();
+            continue;
+        };
+        // Counted open for as long as its task holds the slot.
+        let open = telemetry::ConnectionGuard::open(telemetry::Door::Kafka);
+        let (broker, listener) = (broker.clone(), listener.clone());
+        tokio::spawn(async move {
+            if let Err(e) = conn::accept(stream, peer, listener, broker).await {
+                tracing::debug!(%peer, error = %e, "kafka connection closed");
+            }
+            drop((slot, open));
+        });
+    }
 }

@@ -14,7 +14,8 @@
 //!   besides pushes); `partitions` (the partition-id cache by name and by
 //!   Kafka index); [`offsets`], [`producers`]; `consume/` (pops, acks,
 //!   leases, cursors, groups, dead letters, long-poll wake-ups); [`kv`];
-//!   `txn` (acks, pushes and KV ops in one transaction).
+//!   `txn` (acks, pushes and KV ops in one transaction); [`users`] (SCRAM
+//!   credentials of the Kafka door).
 //! - [`metrics`]: the engine's Prometheus families (group commits, waits
 //!   for a connection, retention's work); `stats`: what a scrape reads from
 //!   the database (offsets, sizes, lag), one aggregated statement each.
@@ -58,6 +59,7 @@ mod stats;
 pub mod topic_configs;
 mod topics;
 mod txn;
+pub mod users;
 mod vacuum;
 
 use std::collections::HashMap;
@@ -84,6 +86,7 @@ pub use record::{Content, Header, KafkaRecord, Record};
 pub use stats::{GroupLag, PoolStats, TopicStats};
 pub use topics::TopicCreation;
 pub use txn::{TxnOp, TxnOpResult, TxnOutcome, TxnRequest, TxnRollback};
+pub use users::{ScramCredential, ScramMechanism, UserError, UserInfo};
 
 use append::{AppendJob, JobOutcome};
 use backend::Store;

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod kafka;
+pub(crate) mod pki;
 pub(crate) mod router;
 
 use std::io::{BufRead, BufReader};
@@ -46,6 +47,8 @@ pub(crate) struct Broker {
     pub child: Child,
     pub http: String,
     pub kafka: String,
+    /// The line the broker printed when it started listening.
+    pub listening: String,
 }
 
 impl Broker {
@@ -86,8 +89,20 @@ impl Broker {
         Self {
             http: format!("http://{}", field("http")),
             kafka: field("kafka"),
+            listening: line.clone(),
             child,
         }
+    }
+
+    /// The bound address of the Kafka listener named `name` (as
+    /// `kafka.NAME=` in the listening line).
+    pub(crate) fn listener(&self, name: &str) -> String {
+        let prefix = format!("kafka.{name}=");
+        self.listening
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no {name} listener in {:?}", self.listening))
+            .to_owned()
     }
 
     /// Sends SIGTERM and waits for the exit status.

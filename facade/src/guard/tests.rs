@@ -324,6 +324,34 @@ fn sample(api: ApiKey, version: i16) -> BytesMut {
                 .with_timeout_ms(500)
                 .encode(&mut buf, version)
         }
+        ApiKey::SaslHandshake => SaslHandshakeRequest::default()
+            .with_mechanism(name("SCRAM-SHA-512"))
+            .encode(&mut buf, version),
+        ApiKey::SaslAuthenticate => SaslAuthenticateRequest::default()
+            .with_auth_bytes(Bytes::from_static(b"n,,n=user,r=abc"))
+            .encode(&mut buf, version),
+        ApiKey::DescribeUserScramCredentials => {
+            use describe_user_scram_credentials_request::*;
+            DescribeUserScramCredentialsRequest::default()
+                .with_users(Some(two(UserName::default().with_name(name("u")))))
+                .encode(&mut buf, version)
+        }
+        ApiKey::AlterUserScramCredentials => {
+            use alter_user_scram_credentials_request::*;
+            let deletion = ScramCredentialDeletion::default()
+                .with_name(name("u"))
+                .with_mechanism(1);
+            let upsertion = ScramCredentialUpsertion::default()
+                .with_name(name("u"))
+                .with_mechanism(2)
+                .with_iterations(4096)
+                .with_salt(Bytes::from_static(b"salt"))
+                .with_salted_password(Bytes::from_static(b"salted"));
+            AlterUserScramCredentialsRequest::default()
+                .with_deletions(two(deletion))
+                .with_upsertions(two(upsertion))
+                .encode(&mut buf, version)
+        }
         other => panic!("no sample for {other:?}"),
     };
     result.unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));

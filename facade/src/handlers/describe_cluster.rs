@@ -13,13 +13,14 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: DescribeClusterRequest,
+    listener: &str,
 ) -> DescribeClusterResponse {
     let mut answer = DescribeClusterResponse::default()
         .with_cluster_id(StrBytes::from_string(broker.cluster_id.clone()))
         .with_cluster_authorized_operations(crate::authorized::cluster(
             request.include_cluster_authorized_operations,
         ));
-    match broker.live_brokers().await {
+    match broker.live_brokers(listener).await {
         Ok(brokers) => {
             answer.controller_id = BrokerId(brokers.first().map_or(broker.node_id, |b| b.id));
             answer.brokers = brokers

@@ -15,8 +15,9 @@ pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: FindCoordinatorRequest,
+    listener: &str,
 ) -> FindCoordinatorResponse {
-    let brokers = match broker.live_brokers().await {
+    let brokers = match broker.live_brokers(listener).await {
         Ok(b) => b,
         Err(e) => {
             let code = storage_code(&e);

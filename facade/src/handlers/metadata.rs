@@ -18,8 +18,9 @@ pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: MetadataRequest,
+    listener: &str,
 ) -> MetadataResponse {
-    let brokers = match broker.live_brokers().await {
+    let brokers = match broker.live_brokers(listener).await {
         Ok(b) => b,
         Err(e) => {
             tracing::warn!(error = %e, "kafka: cannot list brokers");

@@ -3,6 +3,7 @@
 //! API's handler (one file each), encode the answer with its header.
 
 mod alter_configs;
+mod alter_user_scram_credentials;
 mod api_versions;
 mod create_partitions;
 mod create_topics;
@@ -13,6 +14,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_producers;
+mod describe_user_scram_credentials;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -136,9 +138,16 @@ pub struct Caller {
     pub host: String,
 }
 
-/// Handles one request frame from `peer`: counts it, times it and logs it
-/// in a debug span (API, version, client id, duration), then routes it.
-pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<Reply, ConnError> {
+/// Handles one request frame from `peer`, connected through the listener
+/// named `listener` (whose brokers' addresses Metadata and the coordinator
+/// lookups answer): counts it, times it and logs it in a debug span (API,
+/// version, client id, duration), then routes it.
+pub async fn dispatch(
+    broker: &Arc<Broker>,
+    peer: &str,
+    listener: &str,
+    frame: Bytes,
+) -> Result<Reply, ConnError> {
     let start = Instant::now();
     let head = metrics::head(&frame);
     let parsed = parse(frame).inspect_err(|_| KAFKA.undecodable(head))?;
@@ -151,8 +160,9 @@ pub async fn dispatch(broker: &Arc<Broker>, peer: &str, frame: Bytes) -> Result<
         correlation_id = parsed.correlation_id,
         client_id = parsed.client_id.as_deref().unwrap_or(""),
         peer,
+        listener,
     );
-    let reply = route(broker, peer, parsed, start, request.clone())
+    let reply = route(broker, peer, listener, parsed, start, request.clone())
         .instrument(span.clone())
         .await;
     match &reply {
@@ -183,6 +193,7 @@ fn answered(span: &tracing::Span, start: Instant) {
 async fn route(
     broker: &Arc<Broker>,
     peer: &str,
+    listener: &str,
     parsed: Parsed,
     start: Instant,
     metrics: RequestMetrics,
@@ -204,6 +215,18 @@ async fn route(
                     let answer = $handler::handle(broker, version, request).await;
                     ready(respond(api, version, correlation_id, &answer))
                 })*
+                Some(RequestKind::Metadata(request)) => {
+                    let answer = metadata::handle(broker, version, request, listener).await;
+                    ready(respond(api, version, correlation_id, &answer))
+                }
+                Some(RequestKind::FindCoordinator(request)) => {
+                    let answer = find_coordinator::handle(broker, version, request, listener).await;
+                    ready(respond(api, version, correlation_id, &answer))
+                }
+                Some(RequestKind::DescribeCluster(request)) => {
+                    let answer = describe_cluster::handle(broker, version, request, listener).await;
+                    ready(respond(api, version, correlation_id, &answer))
+                }
                 Some(RequestKind::JoinGroup(request)) => {
                     let caller = Caller {
                         client_id: client_id.map(|c| c.to_string()).unwrap_or_default(),
@@ -231,7 +254,6 @@ async fn route(
     }
     route!(
         ApiVersions => api_versions,
-        Metadata => metadata,
         Fetch => fetch,
         ListOffsets => list_offsets,
         CreateTopics => create_topics,
@@ -240,11 +262,9 @@ async fn route(
         DescribeConfigs => describe_configs,
         AlterConfigs => alter_configs,
         IncrementalAlterConfigs => incremental_alter_configs,
-        DescribeCluster => describe_cluster,
         OffsetForLeaderEpoch => offset_for_leader_epoch,
         InitProducerId => init_producer_id,
         DescribeProducers => describe_producers,
-        FindCoordinator => find_coordinator,
         OffsetCommit => offset_commit,
         OffsetFetch => offset_fetch,
         SyncGroup => sync_group,
@@ -255,11 +275,13 @@ async fn route(
         DeleteGroups => delete_groups,
         OffsetDelete => offset_delete,
         DeleteRecords => delete_records,
+        DescribeUserScramCredentials => describe_user_scram_credentials,
+        AlterUserScramCredentials => alter_user_scram_credentials,
     )
 }
 
 /// Encodes `answer` as a response frame: length, header, body.
-fn respond<T: Encodable>(
+pub(crate) fn respond<T: Encodable>(
     api: ApiKey,
     version: i16,
     correlation_id: i32,

@@ -45,6 +45,53 @@ pub(crate) async fn live(store: &Store, since_ms: i64) -> Result<Vec<BrokerInfo>
     .await?))
 }
 
+/// Replaces broker `id`'s listeners with `listeners` (name, host, port).
+pub(crate) async fn register_listeners(
+    store: &Store,
+    id: i32,
+    listeners: &[(String, String, i32)],
+) -> Result<()> {
+    let mut tx = store.begin_write().await?;
+    on_db!(tx.conn(), c => {
+        sqlx::query("DELETE FROM broker_listeners WHERE broker_id = $1")
+            .bind(id)
+            .execute(&mut *c)
+            .await?;
+        for (name, host, port) in listeners {
+            sqlx::query(
+                "INSERT INTO broker_listeners (broker_id, listener, host, port) \
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(id)
+            .bind(name)
+            .bind(host)
+            .bind(port)
+            .execute(&mut *c)
+            .await?;
+        }
+    });
+    tx.commit().await
+}
+
+/// The live brokers with their address on `listener` (their registered
+/// address when they have no such listener), by id.
+pub(crate) async fn live_on(
+    store: &Store,
+    since_ms: i64,
+    listener: &str,
+) -> Result<Vec<BrokerInfo>> {
+    Ok(on_db!(store.reader(), pool => sqlx::query_as(
+        "SELECT b.id, COALESCE(l.host, b.host) AS host, COALESCE(l.port, b.port) AS port \
+         FROM brokers b LEFT JOIN broker_listeners l \
+         ON l.broker_id = b.id AND l.listener = $2 \
+         WHERE b.heartbeat_at >= $1 ORDER BY b.id",
+    )
+    .bind(since_ms)
+    .bind(listener)
+    .fetch_all(pool)
+    .await?))
+}
+
 /// The cluster id, minted by the first broker that asks.
 pub(crate) async fn cluster_id(store: &Store) -> Result<String> {
     let mut tx = store.begin_write().await?;

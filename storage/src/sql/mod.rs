@@ -9,6 +9,7 @@
 //! positions, subscriptions and admin; [`dead_letters`]: the DLQ;
 //! [`retention`]: log-start movement, deleting segments, duty leases;
 //! [`stats`]: what a metrics scrape reads, aggregated by the database.
+//! [`users`]: SCRAM credentials.
 
 pub(crate) mod brokers;
 pub(crate) mod catalog;
@@ -31,3 +32,4 @@ pub(crate) fn text(bytes: Option<Vec<u8>>) -> Option<String> {
         String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     })
 }
+pub(crate) mod users;

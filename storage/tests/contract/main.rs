@@ -15,6 +15,7 @@ mod stats;
 mod strings;
 mod support;
 mod txn;
+mod users;
 
 /// Instantiates each scenario `module::name(&Db)` once per backend.
 macro_rules! contract {
@@ -44,6 +45,9 @@ contract!(
     stats::topic_stats_sum_partitions_and_estimate_sizes,
     stats::group_lag_counts_kafka_and_native_groups,
     stats::pools_and_database_size_are_reported,
+    users::credentials_are_shared_replaced_and_deleted,
+    users::malformed_users_and_credentials_are_refused,
+    users::listeners_are_advertised_per_name,
     retention::age_deletes_old_segments_and_readers_continue,
     retention::size_keeps_the_newest_bytes,
     retention::completed_retention_waits_for_every_group,
