@@ -115,18 +115,10 @@ fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: 
     let started = Instant::now();
     for i in 0..records {
         let partition = (i % partitions as usize) as i32;
-        let mut record = BaseRecord::<(), [u8]>::to(topic)
+        let record = BaseRecord::<(), [u8]>::to(topic)
             .payload(&payload[..])
             .partition(partition);
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((_, r)) => {
-                    record = r;
-                    producer.poll(Duration::from_millis(5));
-                }
-            }
-        }
+        common::send_queued(&producer, record);
     }
     producer.flush(Duration::from_secs(300)).expect("flush");
     started.elapsed().as_secs_f64()

@@ -80,16 +80,8 @@ fn produce(config: &ClientConfig, topic: &str, records: usize) -> f64 {
     producer.flush(Duration::from_secs(30)).expect("warm-up");
     let started = Instant::now();
     for _ in 0..records {
-        let mut record = BaseRecord::<(), [u8]>::to(topic).payload(&payload[..]);
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((_, r)) => {
-                    record = r;
-                    producer.poll(Duration::from_millis(5));
-                }
-            }
-        }
+        let record = BaseRecord::<(), [u8]>::to(topic).payload(&payload[..]);
+        common::send_queued(&producer, record);
     }
     producer.flush(Duration::from_secs(300)).expect("flush");
     started.elapsed().as_secs_f64()

@@ -1,6 +1,6 @@
 //! What the bench binaries share: their flags, a fresh database per
-//! backend, queue set-up, popping and acking, and the broker's resident
-//! memory (peak and current).
+//! backend, queue set-up, popping and acking, queueing a Kafka record, and
+//! the broker's resident memory (peak and current).
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -146,4 +146,22 @@ fn status_mib(pid: u32, field: &str) -> f64 {
                 .and_then(|v| v.parse::<f64>().ok())
         })
         .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// Queues `record` in `producer`, polling while its queue is full (a bench
+/// produces faster than the broker acknowledges).
+#[allow(dead_code)] // only the Kafka benches produce
+pub(crate) fn send_queued(
+    producer: &rdkafka::producer::ThreadedProducer<rdkafka::producer::DefaultProducerContext>,
+    mut record: rdkafka::producer::BaseRecord<'_, (), [u8]>,
+) {
+    loop {
+        match producer.send(record) {
+            Ok(()) => return,
+            Err((_, r)) => {
+                record = r;
+                producer.poll(std::time::Duration::from_millis(5));
+            }
+        }
+    }
 }
