@@ -118,10 +118,12 @@ struct Inner {
     partitions: partitions::PartitionCache,
     /// Permits for the dedup merges this broker runs at once.
     merging: Arc<tokio::sync::Semaphore>,
-    /// This engine's name as the holder of a duty (`retention`).
+    /// This engine's name as the holder of a duty (`retention`, `compaction`).
     instance: String,
     /// Rows the background tasks deleted since they last vacuumed.
     vacuum: vacuum::Debt,
+    /// The duties (retention, compaction) this engine holds, and until when.
+    duties: retention::HeldDuties,
 }
 
 /// The items of one request that go to one partition.
@@ -161,6 +163,7 @@ impl Engine {
                 merging: Arc::new(tokio::sync::Semaphore::new(dedup::maintain::MAX_MERGES)),
                 instance: uuid::Uuid::new_v4().to_string(),
                 vacuum: Default::default(),
+                duties: Default::default(),
             }),
         })
     }

@@ -37,6 +37,9 @@ mod policy;
 
 pub(crate) use policy::{PartitionView, RetentionPolicy, SegmentHead};
 
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
 use crate::error::{Result, StorageError};
 use crate::log::LogBounds;
 use crate::model::{PartitionId, PartitionInfo};
@@ -97,18 +100,25 @@ impl Engine {
     }
 
     /// Takes or renews the duty `name` for this broker, unless another
-    /// broker holds it; returns whether this broker holds it now.
-    async fn hold_duty(&self, name: &str, now: i64) -> Result<bool> {
+    /// broker holds it; returns whether this broker holds it now. The lease
+    /// is written only once half of it has run out: steps come every few
+    /// hundred milliseconds, and each write would take the database's
+    /// writer from the appends.
+    async fn hold_duty(&self, name: &'static str, now: i64) -> Result<bool> {
+        let duties = &self.inner.duties;
+        if duties
+            .held_until(name)
+            .is_some_and(|until| now < until - DUTY_LEASE_MS / 2)
+        {
+            return Ok(true);
+        }
+        let until = now + DUTY_LEASE_MS;
         let mut tx = self.inner.store.begin_write().await?;
-        let held = sql::retention::hold_duty(
-            &mut tx.conn(),
-            name,
-            &self.inner.instance,
-            now,
-            now + DUTY_LEASE_MS,
-        )
-        .await?;
+        let held =
+            sql::retention::hold_duty(&mut tx.conn(), name, &self.inner.instance, now, until)
+                .await?;
         tx.commit().await?;
+        duties.set(name, held.then_some(until));
         Ok(held)
     }
 
@@ -200,5 +210,28 @@ impl Engine {
         sql::retention::advance_log_start(&mut conn, partition_id, target).await?;
         tx.commit().await?;
         Ok(log_start.max(target))
+    }
+}
+
+/// The duties this broker holds, each with the end of its lease as last
+/// written (ms): until half of it has run out, no other broker can take it.
+#[derive(Debug, Default)]
+pub(crate) struct HeldDuties(Mutex<HashMap<&'static str, i64>>);
+
+impl HeldDuties {
+    fn held_until(&self, name: &str) -> Option<i64> {
+        self.lock().get(name).copied()
+    }
+
+    fn set(&self, name: &'static str, until: Option<i64>) {
+        let mut held = self.lock();
+        match until {
+            Some(until) => held.insert(name, until),
+            None => held.remove(name),
+        };
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<&'static str, i64>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
