@@ -89,14 +89,8 @@ fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: 
     if let Some(n) = mode.max_in_flight {
         config.set("max.in.flight", n.to_string());
     }
-    let producer: ThreadedProducer<DefaultProducerContext> = config
-        .set("acks", "all")
+    let producer: ThreadedProducer<DefaultProducerContext> = common::bulk_producer(&mut config)
         .set("enable.idempotence", mode.idempotent.to_string())
-        .set("linger.ms", "20")
-        .set("batch.size", "1048576")
-        .set("batch.num.messages", "100000")
-        .set("queue.buffering.max.messages", "1000000")
-        .set("queue.buffering.max.kbytes", "1048576")
         .create()
         .expect("producer");
     let payload = [b'x'; 100];

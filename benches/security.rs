@@ -61,16 +61,10 @@ fn client(broker: &Broker, pki: &Pki, listener: &str) -> ClientConfig {
 }
 
 fn produce(config: &ClientConfig, topic: &str, records: usize) -> f64 {
-    let producer: ThreadedProducer<DefaultProducerContext> = config
-        .clone()
-        .set("acks", "all")
-        .set("linger.ms", "20")
-        .set("batch.size", "1048576")
-        .set("batch.num.messages", "100000")
-        .set("queue.buffering.max.messages", "1000000")
-        .set("queue.buffering.max.kbytes", "1048576")
-        .create()
-        .expect("producer");
+    let producer: ThreadedProducer<DefaultProducerContext> =
+        common::bulk_producer(&mut config.clone())
+            .create()
+            .expect("producer");
     let payload = [b'x'; 100];
     // Untimed: the connection, the TLS handshake and the authentication.
     producer

@@ -148,6 +148,21 @@ fn status_mib(pid: u32, field: &str) -> f64 {
         .map_or(0.0, |kib| kib / 1024.0)
 }
 
+/// `config` set for bulk produce: `acks=all`, batches of up to 1 MiB
+/// lingering 20 ms, and a local queue deep enough never to be the limit.
+#[allow(dead_code)] // only the Kafka benches produce
+pub(crate) fn bulk_producer(
+    config: &mut rdkafka::config::ClientConfig,
+) -> &mut rdkafka::config::ClientConfig {
+    config
+        .set("acks", "all")
+        .set("linger.ms", "20")
+        .set("batch.size", "1048576")
+        .set("batch.num.messages", "100000")
+        .set("queue.buffering.max.messages", "1000000")
+        .set("queue.buffering.max.kbytes", "1048576")
+}
+
 /// Queues `record` in `producer`, polling while its queue is full (a bench
 /// produces faster than the broker acknowledges).
 #[allow(dead_code)] // only the Kafka benches produce

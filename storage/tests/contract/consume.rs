@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use storage::PartitionId;
 use storage::{
-    AckItem, AckRefusal, AckResult, AckStatus, DeadLetterQuery, Engine, PopOutcome, PopRequest,
-    QueueOptions, SubscriptionMode, QUEUE_MODE_GROUP,
+    AckItem, AckRefusal, AckResult, AckStatus, DeadLetterPage, DeadLetterQuery, Engine, PopOutcome,
+    PopRequest, QueueOptions, SubscriptionMode, QUEUE_MODE_GROUP,
 };
 
 use crate::push::json_item;
@@ -72,6 +72,18 @@ pub(crate) fn acks(outcome: &PopOutcome, status: AckStatus) -> Vec<AckItem> {
             lease_id: Some(m.lease_id.clone()),
         })
         .collect()
+}
+
+/// The first page of a queue's dead letters, all groups.
+pub(crate) async fn dead_letters(engine: &Engine, queue: &str) -> DeadLetterPage {
+    engine
+        .dead_letters(&DeadLetterQuery {
+            queue: queue.into(),
+            limit: 10,
+            ..DeadLetterQuery::default()
+        })
+        .await
+        .expect("dead letters")
 }
 
 pub(crate) async fn ack(engine: &Engine, group: &str, items: Vec<AckItem>) -> Vec<AckResult> {
@@ -266,14 +278,7 @@ pub(crate) async fn failed_acks_retry_then_dead_letter(db: &Db) {
     }
     let after = pop(&engine, "q", QUEUE_MODE_GROUP, 10).await;
     assert_eq!(txns(&after), names(1..3), "the dead letter was skipped");
-    let page = engine
-        .dead_letters(&DeadLetterQuery {
-            queue: "q".into(),
-            limit: 10,
-            ..DeadLetterQuery::default()
-        })
-        .await
-        .expect("dead letters");
+    let page = dead_letters(&engine, "q").await;
     assert_eq!(page.total, 1);
     let letter = &page.letters[0];
     assert_eq!(letter.record.transaction_id(), "m-0");

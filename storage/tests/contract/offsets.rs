@@ -1,21 +1,26 @@
 //! Committed offsets are one store for Kafka and native consumer groups.
 
 use storage::offsets::{CommittedOffset, TopicOffset};
-use storage::AckStatus;
+use storage::{AckStatus, Engine, PartitionId};
 
 use crate::consume::{ack, acks, pop, push_n, txns};
 use crate::support::Db;
 
-pub(crate) async fn kafka_commits_and_native_acks_move_one_position(db: &Db) {
-    let engine = db.engine().await;
-    push_n(&engine, "q", "p", 0, 10).await;
-    let partition = engine
-        .queue("q")
+/// The id of the queue's first partition.
+async fn first_partition(engine: &Engine, queue: &str) -> PartitionId {
+    engine
+        .queue(queue)
         .await
         .expect("read")
         .expect("exists")
         .partitions[0]
-        .id;
+        .id
+}
+
+pub(crate) async fn kafka_commits_and_native_acks_move_one_position(db: &Db) {
+    let engine = db.engine().await;
+    push_n(&engine, "q", "p", 0, 10).await;
+    let partition = first_partition(&engine, "q").await;
 
     // A Kafka consumer of group g commits offset 4 (the next to read).
     let commit = CommittedOffset {
@@ -119,13 +124,7 @@ pub(crate) async fn groups_are_listed_and_their_offsets_deleted_per_partition(db
 pub(crate) async fn commit_metadata_round_trips_byte_for_byte(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "p", 0, 1).await;
-    let partition = engine
-        .queue("q")
-        .await
-        .expect("read")
-        .expect("exists")
-        .partitions[0]
-        .id;
+    let partition = first_partition(&engine, "q").await;
     // PostgreSQL's TEXT refuses NUL; Kafka clients may send it.
     let commit = CommittedOffset {
         offset: 1,

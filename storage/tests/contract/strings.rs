@@ -4,9 +4,9 @@
 
 use serde_json::json;
 use storage::producers::ProducerIdentity;
-use storage::{AckStatus, DeadLetterQuery, KvOp, KvResult, StorageError};
+use storage::{AckStatus, KvOp, KvResult, StorageError};
 
-use crate::consume::{ack, acks, pop, txns};
+use crate::consume::{ack, acks, dead_letters, pop, txns};
 use crate::kv::{one, put, req};
 use crate::push::push_one;
 use crate::support::Db;
@@ -25,14 +25,7 @@ pub(crate) async fn strings_with_nul_round_trip(db: &Db) {
     let mut items = acks(&held, AckStatus::Dlq);
     items[0].error = Some(NUL.to_owned());
     assert!(ack(&engine, "g", items).await[0].success());
-    let page = engine
-        .dead_letters(&DeadLetterQuery {
-            queue: "q".into(),
-            limit: 10,
-            ..DeadLetterQuery::default()
-        })
-        .await
-        .expect("dead letters");
+    let page = dead_letters(&engine, "q").await;
     assert_eq!(page.letters[0].record.transaction_id(), NUL);
     assert_eq!(page.letters[0].error_message.as_deref(), Some(NUL));
 
