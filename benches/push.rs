@@ -5,7 +5,9 @@
 //! resident memory (VmHWM).
 //!
 //! `cargo bench --bench push` runs everything; `-- --backend sqlite`,
-//! `--messages N` and `--clients N` narrow it.
+//! `--messages N` and `--clients N` narrow it. `-- --encrypted 1` runs the
+//! same scenarios on queues with `encryptionEnabled` (payloads sealed at
+//! rest), against the broker given a key file.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -15,13 +17,14 @@ mod common;
 use std::time::Instant;
 
 use bytes::Bytes;
-use common::{configure_queue, fresh_db, peak_rss_mib, Flags};
+use common::{configure_queue_with, fresh_db, peak_rss_mib, Flags};
 use support::Broker;
 
 struct Args {
     backends: Vec<String>,
     messages: usize,
     clients: usize,
+    encrypted: bool,
 }
 
 fn args() -> Args {
@@ -30,6 +33,7 @@ fn args() -> Args {
         backends: flags.backends(),
         messages: flags.get("messages", 200_000),
         clients: flags.get("clients", 8),
+        encrypted: flags.get("encrypted", 0) != 0,
     }
 }
 
@@ -58,10 +62,19 @@ fn request_body(queue: &str, partition: &str, request: usize, per_request: usize
 
 async fn scenario(backend: &str, window: i64, partitions: usize, args: &Args) {
     let db = fresh_db(backend).await;
-    let broker = Broker::start(&db.url, &[]);
+    let key_dir = tempfile::tempdir().expect("tempdir");
+    let key_file = key_dir.path().join("payload.key");
+    std::fs::write(&key_file, "42".repeat(32)).expect("key file");
+    let key_flag = [
+        "--encryption-key-file",
+        key_file.to_str().expect("utf-8 path"),
+    ];
+    let broker = Broker::start(&db.url, if args.encrypted { &key_flag } else { &[] });
     let client = reqwest::Client::new();
     let queue = "bench";
-    configure_queue(&broker.http, queue, window).await;
+    let options =
+        serde_json::json!({"dedupWindowSeconds": window, "encryptionEnabled": args.encrypted});
+    configure_queue_with(&broker.http, queue, options).await;
 
     let per_request = 1000;
     let requests = args.messages.div_ceil(per_request);
@@ -100,8 +113,9 @@ async fn scenario(backend: &str, window: i64, partitions: usize, args: &Args) {
     let total = requests * per_request;
     let rss = peak_rss_mib(broker.child.id());
     println!(
-        "{backend:8} dedup {:3} partitions {partitions:2}: {total} messages in {elapsed:6.2} s = {:8.0} msg/s, peak RSS {:5.1} MiB",
+        "{backend:8} dedup {:3} partitions {partitions:2}{}: {total} messages in {elapsed:6.2} s = {:8.0} msg/s, peak RSS {:5.1} MiB",
         if window > 0 { "on" } else { "off" },
+        if args.encrypted { " encrypted" } else { "" },
         total as f64 / elapsed,
         rss
     );

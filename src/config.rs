@@ -59,6 +59,13 @@ pub struct Config {
     #[arg(long, env = "QUEEN_DEDUP_MEMORY_MB", default_value_t = 64)]
     pub dedup_memory_mb: usize,
 
+    /// A file holding the 256-bit key that encrypts the payloads of queues
+    /// with `encryptionEnabled` at rest: 64 hexadecimal digits (e.g. from
+    /// `openssl rand -hex 32`) or the 32 raw bytes. Without it, such
+    /// queues refuse pushes and reads.
+    #[arg(long, env = "QUEEN_ENCRYPTION_KEY_FILE")]
+    pub encryption_key_file: Option<std::path::PathBuf>,
+
     /// Largest Kafka request frame accepted, in bytes.
     #[arg(long, env = "QUEEN_MAX_KAFKA_REQUEST_BYTES", default_value_t = 100 * 1024 * 1024)]
     pub max_kafka_request_bytes: usize,

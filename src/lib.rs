@@ -17,7 +17,8 @@ use std::future::Future;
 use anyhow::Context;
 use std::sync::Arc;
 
-use storage::Engine;
+use storage::sealing::PayloadKey;
+use storage::{Engine, SystemClock};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -28,9 +29,21 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let engine = Engine::connect(&config.database_url)
-        .await
-        .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
+    let payload_key = config
+        .encryption_key_file
+        .as_deref()
+        .map(PayloadKey::from_file)
+        .transpose()?;
+    if let Some(key) = &payload_key {
+        tracing::info!(key_id = %key.id(), "payloads of encrypted queues are sealed at rest");
+    }
+    let engine = Engine::open(
+        &config.database_url,
+        Arc::new(SystemClock),
+        payload_key.as_ref(),
+    )
+    .await
+    .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
     engine.set_dedup_memory(config.dedup_memory_mb.saturating_mul(1 << 20));
     let http = TcpListener::bind(config.http_addr)
         .await

@@ -60,11 +60,16 @@ pub(crate) async fn fresh_db(backend: &str) -> TestDb {
 /// window of `window_seconds`; panics with the broker's answer if refused.
 #[allow(dead_code)] // only the native-queue benches configure queues
 pub(crate) async fn configure_queue(http: &str, queue: &str, window_seconds: i64) {
+    let options = serde_json::json!({"dedupWindowSeconds": window_seconds});
+    configure_queue_with(http, queue, options).await;
+}
+
+/// Creates (or replaces) `queue` on the broker at `http` with `options`;
+/// panics with the broker's answer if refused.
+pub(crate) async fn configure_queue_with(http: &str, queue: &str, options: serde_json::Value) {
     let answer = reqwest::Client::new()
         .post(format!("{http}/api/v1/configure"))
-        .json(
-            &serde_json::json!({"queue": queue, "options": {"dedupWindowSeconds": window_seconds}}),
-        )
+        .json(&serde_json::json!({"queue": queue, "options": options}))
         .send()
         .await
         .expect("configure");

@@ -23,7 +23,10 @@ pub(crate) fn storage_code(err: &StorageError) -> i16 {
             ResponseError::InvalidProducerEpoch
         }
         StorageError::Producer(ProducerError::Fenced) => ResponseError::ProducerFenced,
-        StorageError::Corrupt(_) | StorageError::Database(_) | StorageError::Migrate(_) => {
+        StorageError::Sealed(_)
+        | StorageError::Corrupt(_)
+        | StorageError::Database(_)
+        | StorageError::Migrate(_) => {
             tracing::error!(error = %err, "kafka request failed in storage");
             ResponseError::KafkaStorageError
         }

@@ -5,6 +5,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
+use storage::sealing::SealError;
 use storage::StorageError;
 
 /// An error answered to an HTTP client. Storage failures are logged here and
@@ -71,9 +72,15 @@ impl ApiError {
                 StorageError::CommitFailed | StorageError::ShuttingDown => {
                     (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
                 }
-                StorageError::Corrupt(_) | StorageError::Database(_) | StorageError::Migrate(_) => {
-                    (StatusCode::INTERNAL_SERVER_ERROR, "internal")
-                }
+                // The operator must give the broker its key: say so.
+                StorageError::Sealed(SealError::NoKey | SealError::WrongKey { .. }) => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "encryption_key_unavailable",
+                ),
+                StorageError::Sealed(_)
+                | StorageError::Corrupt(_)
+                | StorageError::Database(_)
+                | StorageError::Migrate(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             },
         }
     }

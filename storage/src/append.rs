@@ -21,8 +21,9 @@ use crate::dedup::{DedupCache, HashRow, WindowIndex};
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
 use crate::model::PushStatus;
-use crate::producers::{self, ProducerBatch, ProducerError, ProducerState, Verdict};
+use crate::producers::{self, ProducerBatch, ProducerState, Verdict};
 use crate::record::Record;
+use crate::sealing::{seal_with, SealError, Sealer};
 use crate::sql;
 
 /// A partition's write state, read under its lock.
@@ -36,6 +37,8 @@ pub(crate) struct PartitionHead {
     pub dedup_sealed_to: i64,
     /// Changes whenever the partition's runs do.
     pub dedup_epoch: i64,
+    /// Whether the queue's payloads are sealed at rest.
+    pub encryption_enabled: bool,
 }
 
 /// A segment about to be inserted.
@@ -73,8 +76,9 @@ pub(crate) struct Appended {
 pub(crate) enum JobOutcome {
     /// One answer per record, in order.
     Done(Vec<Appended>),
-    /// A Kafka producer's batch was refused (sequence or epoch); nothing written.
-    Refused(ProducerError),
+    /// Refused, nothing written: a Kafka producer's batch (sequence or
+    /// epoch), or any batch for an encrypted queue on a broker without a key.
+    Refused(StorageError),
     /// The partition no longer exists (its queue was deleted meanwhile);
     /// the job's records are handed back for another try.
     PartitionGone(Vec<Record>),
@@ -97,6 +101,7 @@ pub(crate) async fn append(
     jobs: &[AppendJob],
     now_ms: i64,
     cache: &DedupCache,
+    sealer: &Sealer,
 ) -> Result<(Vec<JobOutcome>, Indexes)> {
     let mut ids: Vec<PartitionId> = jobs.iter().map(|j| j.partition_id).collect();
     ids.sort_unstable();
@@ -111,6 +116,16 @@ pub(crate) async fn append(
     let mut moved = Vec::new();
     let mut indexes = Vec::new();
     for mut head in heads {
+        if head.encryption_enabled && !sealer.has_key() {
+            for (j, _) in jobs
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| j.partition_id == head.id)
+            {
+                outcomes[j] = Some(JobOutcome::Refused(SealError::NoKey.into()));
+            }
+            continue;
+        }
         let created_at = now_ms.max(head.last_created_at);
         let since = now_ms.saturating_sub(head.dedup_window_seconds.saturating_mul(1000));
         let mut index = if head.dedup_window_seconds > 0 {
@@ -167,7 +182,7 @@ pub(crate) async fn append(
                         continue;
                     }
                     Verdict::Refuse(e) => {
-                        outcomes[j] = Some(JobOutcome::Refused(e));
+                        outcomes[j] = Some(JobOutcome::Refused(e.into()));
                         continue;
                     }
                 }
@@ -181,7 +196,11 @@ pub(crate) async fn append(
                     let txn = record.transaction_id();
                     let original = match fresh.get(&txn) {
                         Some(&found) => Some(found),
-                        None => originals.find(tx, head.id, index, since, &txn).await?,
+                        None => {
+                            originals
+                                .find(tx, sealer, head.id, index, since, &txn)
+                                .await?
+                        }
                     };
                     if let Some((message_id, offset)) = original {
                         answers.push(Appended {
@@ -210,7 +229,8 @@ pub(crate) async fn append(
         }
 
         if !stored.is_empty() {
-            segments.extend(pack(head.id, head.next_offset, created_at, &stored));
+            let seal = head.encryption_enabled.then_some(sealer);
+            segments.extend(pack(head.id, head.next_offset, created_at, &stored, seal)?);
             if let Some(index) = &mut index {
                 let row = HashRow {
                     base_offset: head.next_offset,
@@ -250,13 +270,15 @@ pub(crate) async fn append(
 /// the group commit that wrote it.
 const SEGMENT_BYTES: usize = 1024 * 1024;
 
-/// Packs consecutive records into segments of about [`SEGMENT_BYTES`].
+/// Packs consecutive records into segments of about [`SEGMENT_BYTES`],
+/// each sealed by `seal` when the queue is encrypted.
 fn pack(
     partition_id: PartitionId,
     base_offset: i64,
     created_at: i64,
     records: &[&Record],
-) -> Vec<NewSegment> {
+    seal: Option<&Sealer>,
+) -> Result<Vec<NewSegment>> {
     let mut segments = Vec::new();
     let mut start = 0;
     let mut blob = Vec::new();
@@ -271,13 +293,13 @@ fn pack(
                 count: (i + 1 - start) as i64,
                 created_at,
                 max_timestamp,
-                records: std::mem::take(&mut blob),
+                records: seal_with(seal, std::mem::take(&mut blob))?,
             });
             start = i + 1;
             max_timestamp = i64::MIN;
         }
     }
-    segments
+    Ok(segments)
 }
 
 /// The partition's index, complete up to the partition's next offset: the
@@ -334,6 +356,7 @@ impl Originals {
     async fn find(
         &mut self,
         tx: &mut Conn<'_>,
+        sealer: &Sealer,
         partition_id: PartitionId,
         index: &WindowIndex,
         since: i64,
@@ -368,7 +391,7 @@ impl Originals {
         candidates.sort_unstable();
         candidates.dedup();
         for offset in candidates {
-            match self.record_at(tx, partition_id, offset).await? {
+            match self.record_at(tx, sealer, partition_id, offset).await? {
                 Some(record) if record.transaction_id() == txn => {
                     return Ok(Some((record.message_id, offset)));
                 }
@@ -382,6 +405,7 @@ impl Originals {
     async fn record_at(
         &mut self,
         tx: &mut Conn<'_>,
+        sealer: &Sealer,
         partition_id: PartitionId,
         offset: i64,
     ) -> Result<Option<&Record>> {
@@ -392,7 +416,7 @@ impl Originals {
             Some(i) => i,
             None => match sql::segments::at(tx, partition_id, offset).await? {
                 Some(row) => {
-                    self.segments.push((row.base_offset, row.decode()?));
+                    self.segments.push((row.base_offset, row.decode(sealer)?));
                     self.segments.len() - 1
                 }
                 None => return Ok(None),

@@ -15,6 +15,7 @@ use crate::backend::Store;
 use crate::clock::Clock;
 use crate::dedup::DedupCache;
 use crate::error::{Result, StorageError};
+use crate::sealing::Sealer;
 
 /// The most records one group commit takes before it runs.
 const MAX_GROUP_RECORDS: usize = 50_000;
@@ -45,6 +46,7 @@ impl Committer {
         store: Store,
         clock: Arc<dyn Clock>,
         cache: Arc<DedupCache>,
+        sealer: Arc<Sealer>,
         shards: usize,
     ) -> Self {
         let shards = (0..shards.max(1))
@@ -54,6 +56,7 @@ impl Committer {
                     store: store.clone(),
                     clock: clock.clone(),
                     cache: cache.clone(),
+                    sealer: sealer.clone(),
                 };
                 tokio::spawn(writer.run(rx));
                 tx
@@ -82,6 +85,7 @@ struct Writer {
     store: Store,
     clock: Arc<dyn Clock>,
     cache: Arc<DedupCache>,
+    sealer: Arc<Sealer>,
 }
 
 impl Writer {
@@ -140,8 +144,14 @@ impl Writer {
     async fn append(&self, jobs: &[AppendJob]) -> Result<Vec<JobOutcome>> {
         let start = std::time::Instant::now();
         let mut tx = self.store.begin_write().await?;
-        let (outcomes, indexes) =
-            crate::append::append(&mut tx.conn(), jobs, self.clock.now_ms(), &self.cache).await?;
+        let (outcomes, indexes) = crate::append::append(
+            &mut tx.conn(),
+            jobs,
+            self.clock.now_ms(),
+            &self.cache,
+            &self.sealer,
+        )
+        .await?;
         tx.commit().await?;
         observe_commit(start, jobs);
         // Only what was committed may enter the cache.

@@ -53,6 +53,9 @@ pub enum StorageError {
     /// Stored data could not be decoded: a bug or a damaged database.
     #[error("stored data is damaged: {0}")]
     Corrupt(String),
+    /// A payload of an encrypted queue could not be sealed or opened.
+    #[error("{0}")]
+    Sealed(#[from] crate::sealing::SealError),
     /// The append could not be committed; the request can be retried.
     #[error("the write could not be committed; retry")]
     CommitFailed,

@@ -53,6 +53,7 @@ mod postgres;
 pub mod producers;
 pub mod record;
 mod retention;
+pub mod sealing;
 mod sql;
 mod sqlite;
 mod stats;
@@ -124,6 +125,8 @@ struct Inner {
     vacuum: vacuum::Debt,
     /// The duties (retention, compaction) this engine holds, and until when.
     duties: retention::HeldDuties,
+    /// Seals and opens the payloads of encrypted queues.
+    sealer: Arc<sealing::Sealer>,
 }
 
 /// The items of one request that go to one partition.
@@ -143,12 +146,26 @@ impl Engine {
 
     /// Connects to `url`, measuring every window with `clock`.
     pub async fn connect_with_clock(url: &str, clock: Arc<dyn Clock>) -> Result<Self> {
+        Self::open(url, clock, None).await
+    }
+
+    /// Connects to `url`, measuring every window with `clock`; with
+    /// `payload_key`, the payloads of queues with `encryptionEnabled` are
+    /// sealed and opened under it. Without one, such queues refuse pushes
+    /// and reads with [`sealing::SealError::NoKey`].
+    pub async fn open(
+        url: &str,
+        clock: Arc<dyn Clock>,
+        payload_key: Option<&sealing::PayloadKey>,
+    ) -> Result<Self> {
         let store = Store::connect(url).await?;
         let cache = Arc::new(dedup::DedupCache::new(DEFAULT_DEDUP_MEMORY_BYTES));
+        let sealer = Arc::new(sealing::Sealer::new(payload_key));
         let committer = Committer::start(
             store.clone(),
             clock.clone(),
             cache.clone(),
+            sealer.clone(),
             store.writer_shards(),
         );
         let consume = consume::ConsumeState::new(store.start_wake());
@@ -164,6 +181,7 @@ impl Engine {
                 instance: uuid::Uuid::new_v4().to_string(),
                 vacuum: Default::default(),
                 duties: Default::default(),
+                sealer,
             }),
         })
     }
@@ -182,11 +200,21 @@ impl Engine {
     /// partition is created if missing. Messages and partitions are kept.
     pub async fn configure_queue(&self, name: &str, options: &QueueOptions) -> Result<QueueInfo> {
         validate_name("queue name", name)?;
+        self.check_sealable(options)?;
         let now = self.inner.clock.now_ms();
         sql::catalog::configure(&self.inner.store, name, options, now).await?;
         self.queue(name)
             .await?
             .ok_or_else(|| StorageError::QueueNotFound(name.to_owned()))
+    }
+
+    /// Refuses options that ask for encryption on a broker without a key:
+    /// its queue would then refuse every push.
+    fn check_sealable(&self, options: &QueueOptions) -> Result<()> {
+        if options.encryption_enabled && !self.inner.sealer.has_key() {
+            return Err(sealing::SealError::NoKey.into());
+        }
+        Ok(())
     }
 
     /// The queue with its partitions, if it exists.
@@ -280,7 +308,7 @@ impl Engine {
         for attempt in 0..2 {
             match answer.await.map_err(|_| StorageError::ShuttingDown)?? {
                 JobOutcome::Done(appended) => return Ok((partition_id, appended)),
-                JobOutcome::Refused(e) => return Err(e.into()),
+                JobOutcome::Refused(e) => return Err(e),
                 JobOutcome::PartitionGone(records) => {
                     tracing::debug!(attempt, queue = %group.queue, "partition vanished; resolving again");
                     self.inner.partitions.forget_queue(&group.queue);
@@ -341,7 +369,15 @@ impl Engine {
         let Some(p) = info.partitions.iter().find(|p| p.name == partition) else {
             return Ok(Vec::new());
         };
-        sql::segments::read(&self.inner.store, p.id, from, max, usize::MAX).await
+        sql::segments::read(
+            &self.inner.store,
+            &self.inner.sealer,
+            p.id,
+            from,
+            max,
+            usize::MAX,
+        )
+        .await
     }
 
     /// Checks that the database answers.

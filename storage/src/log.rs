@@ -42,7 +42,7 @@ impl PendingAppend {
                     .map(|a| a.offset)
                     .ok_or(StorageError::CommitFailed)
             }
-            JobOutcome::Refused(e) => Err(e.into()),
+            JobOutcome::Refused(e) => Err(e),
             JobOutcome::PartitionGone(_) => {
                 // Its queue was deleted: what is cached of it is stale.
                 self.engine.inner.partitions.forget_queue(&self.queue);
@@ -134,6 +134,7 @@ impl Engine {
     ) -> Result<Vec<StoredMessage>> {
         sql::segments::read(
             &self.inner.store,
+            &self.inner.sealer,
             partition_id,
             from,
             max_messages,
@@ -156,7 +157,13 @@ impl Engine {
         partition_id: PartitionId,
         timestamp: i64,
     ) -> Result<Option<TimestampedOffset>> {
-        sql::segments::offset_for_timestamp(&self.inner.store, partition_id, timestamp).await
+        sql::segments::offset_for_timestamp(
+            &self.inner.store,
+            &self.inner.sealer,
+            partition_id,
+            timestamp,
+        )
+        .await
     }
 
     /// The message with the largest timestamp (the first of equals).
@@ -164,7 +171,8 @@ impl Engine {
         &self,
         partition_id: PartitionId,
     ) -> Result<Option<TimestampedOffset>> {
-        sql::segments::max_timestamp_offset(&self.inner.store, partition_id).await
+        sql::segments::max_timestamp_offset(&self.inner.store, &self.inner.sealer, partition_id)
+            .await
     }
 
     /// Notified whenever new messages may be readable in any queue: appends

@@ -177,6 +177,7 @@ impl Engine {
             Ok(new) => new,
             Err(e) => return Ok(OptionsUpdate::Refused(e)),
         };
+        self.check_sealable(&new)?;
         crate::sql::catalog::set_options(&mut conn, queue_id, &new).await?;
         tx.commit().await?;
         Ok(OptionsUpdate::Updated(Box::new(new)))

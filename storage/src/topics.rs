@@ -24,6 +24,7 @@ impl Engine {
         options: &QueueOptions,
     ) -> Result<TopicCreation> {
         crate::validate_name("topic name", name)?;
+        self.check_sealable(options)?;
         if partitions < 1 {
             return Err(StorageError::InvalidInput(format!(
                 "a topic needs at least one partition, not {partitions}"

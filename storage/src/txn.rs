@@ -19,6 +19,7 @@ use crate::dedup::DedupCache;
 use crate::error::{Result, StorageError};
 use crate::kv::{self, KvOutcome, KvPreconditionFailed, KvRequest, KvResult, Surface};
 use crate::model::{PushItem, PushOutcome, PushStatus};
+use crate::sealing::Sealer;
 use crate::Engine;
 
 /// One element of a transaction's `operations`.
@@ -126,7 +127,13 @@ pub(crate) struct Ran {
 
 /// Runs a plan inside `tx` at `now`. The caller commits when the outcome is
 /// [`TxnOutcome::Committed`] and rolls back otherwise.
-async fn run(tx: &mut Conn<'_>, plan: &TxnPlan, now: i64, cache: &DedupCache) -> Result<Ran> {
+async fn run(
+    tx: &mut Conn<'_>,
+    plan: &TxnPlan,
+    now: i64,
+    cache: &DedupCache,
+    sealer: &Sealer,
+) -> Result<Ran> {
     let mut results: Vec<Option<TxnOpResult>> = vec![None; plan.operations];
     let rolled_back = |rollback, indexes| {
         Ok(Ran {
@@ -139,7 +146,7 @@ async fn run(tx: &mut Conn<'_>, plan: &TxnPlan, now: i64, cache: &DedupCache) ->
     // Pushes first: the same partition locks and dedup check as any push.
     let mut indexes = Vec::new();
     if !plan.jobs.is_empty() {
-        let (outcomes, taken) = append(tx, &plan.jobs, now, cache).await?;
+        let (outcomes, taken) = append(tx, &plan.jobs, now, cache, sealer).await?;
         indexes = taken;
         let mut answers = Vec::with_capacity(outcomes.len());
         for (outcome, job) in outcomes.into_iter().zip(&plan.jobs) {
@@ -150,7 +157,7 @@ async fn run(tx: &mut Conn<'_>, plan: &TxnPlan, now: i64, cache: &DedupCache) ->
                 }
                 // Only Kafka producers' batches are refused; a transaction's
                 // jobs carry no producer, so this is not expected.
-                JobOutcome::Refused(e) => return Err(StorageError::Producer(e)),
+                JobOutcome::Refused(e) => return Err(e),
             }
         }
         for &(op, j, i, repeat) in &plan.pushes {
@@ -187,7 +194,7 @@ async fn run(tx: &mut Conn<'_>, plan: &TxnPlan, now: i64, cache: &DedupCache) ->
     let mut woken = Vec::new();
     for (group, acks) in &plan.acks {
         let items: Vec<AckItem> = acks.iter().map(|(_, item)| item.clone()).collect();
-        let (answers, released) = ack::run(tx, group, &items, now).await?;
+        let (answers, released) = ack::run(tx, sealer, group, &items, now).await?;
         for ((op, item), answer) in acks.iter().zip(answers) {
             let detail = match (&answer.refusal, answer.noop) {
                 (Some(refusal), _) => Some(refusal.to_string()),
@@ -239,7 +246,7 @@ impl Engine {
     async fn run_plan(&self, plan: &TxnPlan, now: i64) -> Result<(TxnOutcome, Vec<String>)> {
         let cache = &self.inner.dedup;
         let mut tx = self.inner.store.begin_write().await?;
-        let ran = run(&mut tx.conn(), plan, now, cache).await?;
+        let ran = run(&mut tx.conn(), plan, now, cache, &self.inner.sealer).await?;
         if matches!(ran.outcome, TxnOutcome::Committed { .. }) {
             tx.commit().await?;
             for (partition_id, index) in ran.indexes {

@@ -18,7 +18,8 @@ use super::{CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK
 use crate::backend::Conn;
 use crate::error::Result;
 use crate::model::PartitionId;
-use crate::record::{decode_segment_range, Record};
+use crate::record::Record;
+use crate::sealing::{seal_with, Sealer};
 use crate::sql::{consume, dead_letters, segments};
 
 /// The dead-letter error text of a message whose retries ran out.
@@ -119,6 +120,7 @@ impl AckResult {
 /// lease ended (their waiting pops are woken).
 pub(crate) async fn run(
     tx: &mut Conn<'_>,
+    sealer: &Sealer,
     group: &str,
     items: &[AckItem],
     now: i64,
@@ -130,8 +132,17 @@ pub(crate) async fn run(
     let mut results = vec![AckResult::default(); items.len()];
     let mut woken = Vec::new();
     for (partition_id, indexes) in by_partition {
-        if let Some(queue) =
-            partition(tx, group, partition_id, items, &indexes, now, &mut results).await?
+        if let Some(queue) = partition(
+            tx,
+            sealer,
+            group,
+            partition_id,
+            items,
+            &indexes,
+            now,
+            &mut results,
+        )
+        .await?
         {
             woken.push(queue);
         }
@@ -165,6 +176,7 @@ struct Found {
 #[allow(clippy::too_many_arguments)]
 async fn partition(
     tx: &mut Conn<'_>,
+    sealer: &Sealer,
     group: &str,
     partition_id: PartitionId,
     items: &[AckItem],
@@ -237,7 +249,7 @@ async fn partition(
         .filter(|(_, s)| s.is_some())
         .map(|(&i, _)| (items[i].transaction_id.as_str(), Found::default()))
         .collect();
-    resolve(tx, partition_id, lo, hi, c, &mut found).await?;
+    resolve(tx, sealer, partition_id, lo, hi, c, &mut found).await?;
 
     // What each item means for the cursor.
     enum Verdict {
@@ -358,6 +370,7 @@ async fn partition(
             };
             let mut bytes = Vec::new();
             record.encode(&mut bytes);
+            let seal = options.encryption_enabled.then_some(sealer);
             let default_error = if status == AckStatus::Dlq {
                 "Dead-lettered by the consumer"
             } else {
@@ -375,7 +388,7 @@ async fn partition(
                     retry_count: charged,
                     created_at: *created_at,
                     failed_at: now,
-                    record: bytes,
+                    record: seal_with(seal, bytes)?,
                 },
             )
             .await?;
@@ -418,6 +431,7 @@ async fn partition(
 /// an offset at or after the cursor `c` (or the stretch ends).
 async fn resolve(
     tx: &mut Conn<'_>,
+    sealer: &Sealer,
     partition_id: PartitionId,
     lo: i64,
     hi: i64,
@@ -436,13 +450,7 @@ async fn resolve(
         // Only the records of [next, hi) are decoded.
         let skip = usize::try_from(next - base).unwrap_or(0);
         let take = usize::try_from(hi - base).unwrap_or(0).saturating_sub(skip);
-        let records = decode_segment_range(
-            segment.format,
-            bytes::Bytes::from(segment.records),
-            segment.count as usize,
-            skip,
-            take,
-        )?;
+        let records = segment.decode_range(sealer, skip, take)?;
         for (i, record) in records.into_iter().enumerate() {
             let offset = base + (skip + i) as i64;
             let txn = record.transaction_id();

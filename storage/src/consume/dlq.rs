@@ -10,6 +10,7 @@ use bytes::Bytes;
 use crate::error::Result;
 use crate::model::PartitionId;
 use crate::record::Record;
+use crate::sealing::Sealer;
 use crate::sql::dead_letters::DeadLetterRow;
 use crate::Engine;
 
@@ -66,9 +67,9 @@ pub struct DeadLetterPage {
     pub total: i64,
 }
 
-/// A stored dead letter, its message decoded.
-pub(crate) fn dead_letter(row: DeadLetterRow) -> Result<DeadLetter> {
-    let mut bytes = Bytes::from(row.record);
+/// A stored dead letter, its message opened (if sealed) and decoded.
+pub(crate) fn dead_letter(row: DeadLetterRow, sealer: &Sealer) -> Result<DeadLetter> {
+    let mut bytes = Bytes::from(sealer.open(row.record)?);
     Ok(DeadLetter {
         queue: row.queue,
         partition: row.partition,
@@ -88,7 +89,10 @@ impl Engine {
     pub async fn dead_letters(&self, query: &DeadLetterQuery) -> Result<DeadLetterPage> {
         let (rows, total) = crate::sql::dead_letters::page(&self.inner.store, query).await?;
         Ok(DeadLetterPage {
-            letters: rows.into_iter().map(dead_letter).collect::<Result<_>>()?,
+            letters: rows
+                .into_iter()
+                .map(|row| dead_letter(row, &self.inner.sealer))
+                .collect::<Result<_>>()?,
             total,
         })
     }

@@ -10,7 +10,7 @@ use crate::append::txn_hash;
 use crate::error::Result;
 use crate::model::PartitionId;
 use crate::model::QueueInfo;
-use crate::record::{decode_segment, Record};
+use crate::record::Record;
 use crate::sql;
 use crate::Engine;
 
@@ -255,7 +255,7 @@ impl Engine {
             .into_iter()
             .next()
         {
-            let letter = dead_letter(row)?;
+            let letter = dead_letter(row, &self.inner.sealer)?;
             return Ok(Some(MessageView {
                 queue,
                 partition,
@@ -333,11 +333,7 @@ impl Engine {
             {
                 let base = segment.base_offset;
                 let created = segment.created_at;
-                let records = decode_segment(
-                    segment.format,
-                    bytes::Bytes::from(segment.records),
-                    segment.count as usize,
-                )?;
+                let records = segment.decode(&self.inner.sealer)?;
                 if let Some(r) = usize::try_from(offset - base)
                     .ok()
                     .and_then(|i| records.into_iter().nth(i))
@@ -360,11 +356,7 @@ impl Engine {
                 before = segment.base_offset;
                 let base = segment.base_offset;
                 let created = segment.created_at;
-                let records = decode_segment(
-                    segment.format,
-                    bytes::Bytes::from(segment.records),
-                    segment.count as usize,
-                )?;
+                let records = segment.decode(&self.inner.sealer)?;
                 if let Some((i, r)) = records
                     .into_iter()
                     .enumerate()

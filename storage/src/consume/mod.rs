@@ -315,7 +315,8 @@ impl Engine {
         // One write transaction, partitions in ascending id order (so
         // concurrent requests never deadlock).
         let mut tx = self.inner.store.begin_write().await?;
-        let (results, woken) = ack::run(&mut tx.conn(), group, &items, now).await?;
+        let (results, woken) =
+            ack::run(&mut tx.conn(), &self.inner.sealer, group, &items, now).await?;
         tx.commit().await?;
         for queue in woken {
             self.inner.consume.wake.announce(&queue);

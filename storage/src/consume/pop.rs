@@ -21,7 +21,7 @@ use crate::backend::Conn;
 use crate::error::Result;
 use crate::model::PartitionId;
 use crate::options::QueueOptions;
-use crate::record::decode_segment_range;
+use crate::sealing::Sealer;
 use crate::sql::{consume, segments};
 use crate::Engine;
 /// How long a waiting pop sleeps at most before it looks again when
@@ -59,6 +59,8 @@ pub(crate) struct PopJob<'a> {
     pub auto_ack: bool,
     pub subscription: SubscriptionMode,
     pub now: i64,
+    /// Opens the segments of encrypted queues.
+    pub sealer: &'a Sealer,
 }
 
 pub(crate) async fn pop(engine: &Engine, request: &PopRequest) -> Result<PopOutcome> {
@@ -242,6 +244,7 @@ async fn attempt(
         auto_ack: request.auto_ack,
         subscription: request.subscription,
         now,
+        sealer: &engine.inner.sealer,
     };
     let mut tx = store.begin_write().await?;
     let outcome = run(&mut tx.conn(), &job).await?;
@@ -362,13 +365,7 @@ async fn deliver(
         }
         // Only the records this batch takes are decoded.
         let skip = usize::try_from(next - base).unwrap_or(0);
-        let records = decode_segment_range(
-            segment.format,
-            bytes::Bytes::from(segment.records),
-            segment.count as usize,
-            skip,
-            budget - taken.len(),
-        )?;
+        let records = segment.decode_range(job.sealer, skip, budget - taken.len())?;
         for (i, record) in records.into_iter().enumerate() {
             let offset = base + (skip + i) as i64;
             taken.push((offset, created_at, record));

@@ -42,6 +42,7 @@ use crate::error::Result;
 use crate::model::{PartitionId, PartitionInfo};
 use crate::options::QueueOptions;
 use crate::record::{encode_segment, Content, Record};
+use crate::sealing::{is_sealed, seal_with, Sealer};
 use crate::sql;
 use crate::topic_configs;
 use crate::vacuum::Table;
@@ -130,6 +131,7 @@ impl Engine {
         now: i64,
     ) -> Result<bool> {
         let store = &self.inner.store;
+        let sealer = &*self.inner.sealer;
         let compacted_to = sql::retention::compacted_to(store.reader(), p.id).await?;
         let dirty_from = compacted_to.max(p.log_start);
         // Counted before anything is read: most steps end here.
@@ -172,7 +174,7 @@ impl Engine {
                 return Ok(ControlFlow::Break(()));
             }
             let (base, created_at) = (segment.base_offset, segment.created_at);
-            let records = segment.decode()?;
+            let records = segment.decode(sealer)?;
             let loses = (base..).zip(&records).any(|(o, r)| !keep(o, r, created_at));
             if loses {
                 doomed.push(base);
@@ -196,6 +198,7 @@ impl Engine {
         from: i64,
         lag_limit: i64,
     ) -> Result<Option<Dirty>> {
+        let sealer = &*self.inner.sealer;
         let mut map: HashMap<Bytes, i64> = HashMap::new();
         let mut bytes = 0;
         let mut limit = from;
@@ -206,7 +209,7 @@ impl Engine {
             }
             let base = segment.base_offset;
             let end = segment.end();
-            for (i, record) in segment.decode()?.into_iter().enumerate() {
+            for (i, record) in segment.decode(sealer)?.into_iter().enumerate() {
                 let offset = base + i as i64;
                 if offset < from {
                     continue;
@@ -239,6 +242,7 @@ impl Engine {
         bases: &[i64],
         keep: impl Fn(i64, &Record, i64) -> bool,
     ) -> Result<()> {
+        let sealer = &*self.inner.sealer;
         let mut bases = bases.iter().copied().peekable();
         while bases.peek().is_some() {
             let mut tx = self.inner.store.begin_write().await?;
@@ -256,7 +260,9 @@ impl Engine {
                 }
                 bytes += segment.records.len();
                 let created_at = segment.created_at;
-                let records = segment.decode()?;
+                // What was sealed stays sealed.
+                let seal = is_sealed(&segment.records).then_some(sealer);
+                let records = segment.decode(sealer)?;
                 let survivors: Vec<(i64, &Record)> = (base..)
                     .zip(&records)
                     .filter(|&(offset, r)| keep(offset, r, created_at))
@@ -264,11 +270,9 @@ impl Engine {
                 if survivors.len() == records.len() {
                     continue;
                 }
-                runs.extend(
-                    runs_of_consecutive(&survivors)
-                        .into_iter()
-                        .map(|run| new_segment(partition_id, created_at, run)),
-                );
+                for run in runs_of_consecutive(&survivors) {
+                    runs.push(new_segment(partition_id, created_at, run, seal)?);
+                }
                 sql::retention::delete_segment(&mut conn, partition_id, base).await?;
                 replaced += 1;
                 removed += records.len() - survivors.len();
@@ -307,22 +311,28 @@ fn runs_of_consecutive<'a>(survivors: &[(i64, &'a Record)]) -> Vec<Vec<(i64, &'a
     runs
 }
 
-/// A segment row for one run of consecutive records.
-fn new_segment(partition_id: PartitionId, created_at: i64, run: Vec<(i64, &Record)>) -> NewSegment {
+/// A segment row for one run of consecutive records, sealed by `seal`.
+fn new_segment(
+    partition_id: PartitionId,
+    created_at: i64,
+    run: Vec<(i64, &Record)>,
+    seal: Option<&Sealer>,
+) -> Result<NewSegment> {
     let base_offset = run.first().map_or(0, |&(o, _)| o);
     let max_timestamp = run
         .iter()
         .map(|(_, r)| r.timestamp_ms().unwrap_or(created_at))
         .max()
         .unwrap_or(created_at);
-    NewSegment {
+    let records = encode_segment(run.iter().map(|&(_, r)| r));
+    Ok(NewSegment {
         partition_id,
         base_offset,
         count: run.len() as i64,
         created_at,
         max_timestamp,
-        records: encode_segment(run.iter().map(|&(_, r)| r)),
-    }
+        records: seal_with(seal, records)?,
+    })
 }
 
 #[cfg(test)]

@@ -93,13 +93,15 @@ async fn insert_queue(
         OnConflict::Replace => {
             "DO UPDATE SET options = excluded.options, \
              dedup_window_seconds = excluded.dedup_window_seconds, \
-             sidecar_seconds = excluded.sidecar_seconds"
+             sidecar_seconds = excluded.sidecar_seconds, \
+             encryption_enabled = excluded.encryption_enabled"
         }
         OnConflict::Keep => "DO NOTHING",
     };
     let sql = format!(
         "INSERT INTO queues (name, options, dedup_window_seconds, sidecar_seconds, created_at, \
-         topic_id) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) {conflict} RETURNING id"
+         topic_id, encryption_enabled) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+         ON CONFLICT (name) {conflict} RETURNING id"
     );
     Ok(on_db!(conn, c => sqlx::query_scalar(&sql)
         .bind(name)
@@ -108,6 +110,7 @@ async fn insert_queue(
         .bind(crate::retention::sidecar_seconds(options))
         .bind(now_ms)
         .bind(uuid::Uuid::new_v4().to_string())
+        .bind(options.encryption_enabled)
         .fetch_optional(&mut **c)
         .await?))
 }
@@ -158,7 +161,8 @@ pub(crate) async fn options_for_update(
     .transpose()
 }
 
-/// Stores the options of queue `queue_id`, its dedup window column with them.
+/// Stores the options of queue `queue_id`, the columns copied out of them
+/// (dedup window, sidecar horizon, encryption) with them.
 pub(crate) async fn set_options(
     conn: &mut Conn<'_>,
     queue_id: i64,
@@ -166,12 +170,13 @@ pub(crate) async fn set_options(
 ) -> Result<()> {
     let json = serde_json::to_string(options).map_err(|e| StorageError::Corrupt(e.to_string()))?;
     on_db!(conn, c => sqlx::query(
-        "UPDATE queues SET options = $1, dedup_window_seconds = $2, sidecar_seconds = $3 \
-         WHERE id = $4",
+        "UPDATE queues SET options = $1, dedup_window_seconds = $2, sidecar_seconds = $3, \
+         encryption_enabled = $4 WHERE id = $5",
     )
     .bind(&json)
     .bind(options.dedup_window_seconds)
     .bind(crate::retention::sidecar_seconds(options))
+    .bind(options.encryption_enabled)
     .bind(queue_id)
     .execute(&mut **c)
     .await

@@ -12,7 +12,8 @@ use crate::error::Result;
 use crate::log::TimestampedOffset;
 use crate::model::PartitionId;
 use crate::model::StoredMessage;
-use crate::record::{decode_segment, Record};
+use crate::record::{decode_segment, decode_segment_range, Record};
+use crate::sealing::Sealer;
 
 /// The select list of a [`SegmentRow`].
 const COLUMNS: &str = "base_offset, record_count, created_at, format, records";
@@ -43,8 +44,27 @@ pub(crate) struct SegmentRow {
 
 impl SegmentRow {
     /// Every record of the segment, in offset order.
-    pub(crate) fn decode(self) -> Result<Vec<Record>> {
-        decode_segment(self.format, Bytes::from(self.records), self.count as usize)
+    pub(crate) fn decode(self, sealer: &Sealer) -> Result<Vec<Record>> {
+        let records = sealer.open(self.records)?;
+        decode_segment(self.format, Bytes::from(records), self.count as usize)
+    }
+
+    /// Up to `take` records of the segment after its first `skip`: only
+    /// those are decoded (a sealed segment is opened whole).
+    pub(crate) fn decode_range(
+        self,
+        sealer: &Sealer,
+        skip: usize,
+        take: usize,
+    ) -> Result<Vec<Record>> {
+        let records = sealer.open(self.records)?;
+        decode_segment_range(
+            self.format,
+            Bytes::from(records),
+            self.count as usize,
+            skip,
+            take,
+        )
     }
 
     /// The offset after the segment's last record.
@@ -118,6 +138,7 @@ pub(crate) async fn scan(
 /// with a message always is).
 pub(crate) async fn read(
     store: &Store,
+    sealer: &Sealer,
     partition_id: PartitionId,
     from: i64,
     max_messages: usize,
@@ -129,7 +150,7 @@ pub(crate) async fn read(
     let mut bytes = 0;
     scan(&mut reader.conn(), partition_id, from, |segment| {
         bytes += segment.records.len();
-        take_from(segment, &mut next, max_messages, &mut out)?;
+        take_from(segment, sealer, &mut next, max_messages, &mut out)?;
         let full = out.len() >= max_messages || (bytes >= max_bytes && !out.is_empty());
         Ok(if full {
             ControlFlow::Break(())
@@ -145,13 +166,14 @@ pub(crate) async fn read(
 /// `max` in all, and moves `*next` past them.
 fn take_from(
     segment: SegmentRow,
+    sealer: &Sealer,
     next: &mut i64,
     max: usize,
     out: &mut Vec<StoredMessage>,
 ) -> Result<()> {
     let base = segment.base_offset;
     let created_at_ms = segment.created_at;
-    for (i, record) in segment.decode()?.into_iter().enumerate() {
+    for (i, record) in segment.decode(sealer)?.into_iter().enumerate() {
         let offset = base + i as i64;
         if offset < *next || out.len() >= max {
             continue;
@@ -206,6 +228,7 @@ pub(crate) async fn before(
 /// The first message stamped at or after `timestamp`.
 pub(crate) async fn offset_for_timestamp(
     store: &Store,
+    sealer: &Sealer,
     partition_id: PartitionId,
     timestamp: i64,
 ) -> Result<Option<TimestampedOffset>> {
@@ -221,12 +244,13 @@ pub(crate) async fn offset_for_timestamp(
         .fetch_optional(pool)
         .await?);
     let Some(row) = row else { return Ok(None) };
-    Ok(stamped(row)?.find(|m| m.timestamp_ms >= timestamp))
+    Ok(stamped(row, sealer)?.find(|m| m.timestamp_ms >= timestamp))
 }
 
 /// The message with the largest timestamp (the first of equals).
 pub(crate) async fn max_timestamp_offset(
     store: &Store,
+    sealer: &Sealer,
     partition_id: PartitionId,
 ) -> Result<Option<TimestampedOffset>> {
     let sql = format!(
@@ -239,7 +263,7 @@ pub(crate) async fn max_timestamp_offset(
         .await?);
     let Some(row) = row else { return Ok(None) };
     Ok(
-        stamped(row)?.fold(None, |best: Option<TimestampedOffset>, m| match best {
+        stamped(row, sealer)?.fold(None, |best: Option<TimestampedOffset>, m| match best {
             Some(b) if b.timestamp_ms >= m.timestamp_ms => Some(b),
             _ => Some(m),
         }),
@@ -247,11 +271,14 @@ pub(crate) async fn max_timestamp_offset(
 }
 
 /// The offset and timestamp of every message of a segment.
-fn stamped(segment: SegmentRow) -> Result<impl Iterator<Item = TimestampedOffset>> {
+fn stamped(
+    segment: SegmentRow,
+    sealer: &Sealer,
+) -> Result<impl Iterator<Item = TimestampedOffset>> {
     let base = segment.base_offset;
     let created_at_ms = segment.created_at;
     Ok(segment
-        .decode()?
+        .decode(sealer)?
         .into_iter()
         .enumerate()
         .map(move |(i, r)| TimestampedOffset {

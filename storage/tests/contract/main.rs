@@ -11,6 +11,7 @@ mod producers;
 mod push;
 mod queues;
 mod retention;
+mod sealing;
 mod stats;
 mod strings;
 mod support;
@@ -42,6 +43,9 @@ macro_rules! contract {
 }
 
 contract!(
+    sealing::encrypted_payloads_are_sealed_at_rest_and_read_in_clear,
+    sealing::compaction_keeps_sealed_segments_sealed,
+    sealing::a_broker_without_the_key_refuses_encrypted_queues,
     stats::topic_stats_sum_partitions_and_estimate_sizes,
     stats::group_lag_counts_kafka_and_native_groups,
     stats::pools_and_database_size_are_reported,

@@ -25,7 +25,7 @@ async fn retain(engine: &Engine) {
 }
 
 /// Runs compaction steps until nothing is left to clean.
-async fn compact(engine: &Engine) {
+pub(crate) async fn compact(engine: &Engine) {
     let mut steps = 0;
     while engine.enforce_compaction().await.expect("compaction") {
         steps += 1;
@@ -288,7 +288,7 @@ pub(crate) async fn the_sidecar_keeps_ids_for_completed_retention(db: &Db) {
     assert_eq!(db.count(sidecar).await, 0, "past completed retention");
 }
 
-fn keyed(key: Option<&str>, value: Option<&str>) -> Record {
+pub(crate) fn keyed(key: Option<&str>, value: Option<&str>) -> Record {
     Record {
         message_id: storage::new_message_id(),
         transaction_id: None,
@@ -303,7 +303,11 @@ fn keyed(key: Option<&str>, value: Option<&str>) -> Record {
 }
 
 /// The (offset, value) of every record the partition still holds from `from`.
-async fn values(engine: &Engine, id: PartitionId, from: i64) -> Vec<(i64, Option<String>)> {
+pub(crate) async fn values(
+    engine: &Engine,
+    id: PartitionId,
+    from: i64,
+) -> Vec<(i64, Option<String>)> {
     engine
         .read_partition(id, from, usize::MAX, usize::MAX)
         .await
@@ -319,7 +323,11 @@ async fn values(engine: &Engine, id: PartitionId, from: i64) -> Vec<(i64, Option
         .collect()
 }
 
-async fn compacted_topic(engine: &Engine, name: &str, configs: &[(&str, &str)]) -> PartitionId {
+pub(crate) async fn compacted_topic(
+    engine: &Engine,
+    name: &str,
+    configs: &[(&str, &str)],
+) -> PartitionId {
     let mut options = QueueOptions::for_kafka_topic();
     options.topic_configs = configs
         .iter()

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use sqlx::Connection;
+use storage::sealing::PayloadKey;
 use storage::{Clock, Engine, ManualClock};
 use test_support::{Backend, TestDb};
 
@@ -42,10 +43,34 @@ impl Db {
     /// An engine on this database, on the test's clock. Call it twice for
     /// two brokers sharing the database.
     pub(crate) async fn engine(&self) -> Engine {
+        self.engine_with_key(None).await
+    }
+
+    /// An engine as [`Db::engine`], sealing encrypted queues with `key`.
+    pub(crate) async fn engine_with_key(&self, key: Option<&PayloadKey>) -> Engine {
         let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
-        Engine::connect_with_clock(&self.url, clock)
+        Engine::open(&self.url, clock, key)
             .await
             .expect("engine connects")
+    }
+
+    /// Every value of the one blob column a raw SQL query selects.
+    pub(crate) async fn blobs(&self, sql: &str) -> Vec<Vec<u8>> {
+        let rows = match self.db.backend() {
+            Backend::Sqlite => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.url).await;
+                sqlx::query_scalar(sql)
+                    .fetch_all(conn.as_mut().expect("raw connection"))
+                    .await
+            }
+            Backend::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.url).await;
+                sqlx::query_scalar(sql)
+                    .fetch_all(conn.as_mut().expect("raw connection"))
+                    .await
+            }
+        };
+        rows.expect("raw sql")
     }
 
     /// Runs raw SQL against the database, to simulate what other parts of

@@ -1,0 +1,191 @@
+//! At-rest encryption: the payloads of a queue with `encryptionEnabled`
+//! are sealed in every table that holds them (segments, dead letters) and
+//! read back in clear on every path (pop, read by offset, dedup, message
+//! lookup, dead letters, compaction); a broker without the key, or with
+//! another one, refuses those queues rather than answer ciphertext.
+
+use storage::sealing::{PayloadKey, SealError};
+use storage::{AckStatus, Content, Engine, PushStatus, QueueOptions, StorageError};
+
+use crate::consume::{ack, acks, dead_letters, pop};
+use crate::push::json_item;
+use crate::retention::{compact, compacted_topic, keyed, values};
+use crate::support::Db;
+
+/// What the encrypted queue holds: never to be found in the database.
+const SECRET: &str = "sealed-payload-7f3a";
+
+/// What a queue in clear holds: found there, so the search can find.
+const CLEAR: &str = "clear-payload-51c9";
+
+fn key(byte: u8) -> PayloadKey {
+    PayloadKey::new([byte; 32])
+}
+
+fn encrypted() -> QueueOptions {
+    QueueOptions {
+        encryption_enabled: true,
+        ..QueueOptions::default()
+    }
+}
+
+fn payload(i: usize) -> String {
+    format!("{{\"data\":\"{SECRET}-{i}\"}}")
+}
+
+fn json_of(content: &Content) -> &str {
+    match content {
+        Content::Json(j) => j,
+        Content::Kafka(_) => panic!("a native message"),
+    }
+}
+
+/// Every stored payload blob, in any table that holds one.
+async fn stored_blobs(db: &Db) -> Vec<Vec<u8>> {
+    let mut blobs = db.blobs("SELECT records FROM segments").await;
+    blobs.extend(db.blobs("SELECT record FROM dead_letters").await);
+    blobs
+}
+
+fn holds(blobs: &[Vec<u8>], text: &str) -> bool {
+    blobs
+        .iter()
+        .any(|b| b.windows(text.len()).any(|w| w == text.as_bytes()))
+}
+
+async fn push_secrets(engine: &Engine, n: usize) {
+    let items = (0..n)
+        .map(|i| json_item("secret", "p", Some(&format!("s-{i}")), &payload(i)))
+        .collect();
+    let out = engine.push(items).await.expect("push");
+    assert!(out.iter().all(|o| o.status == PushStatus::Queued));
+}
+
+pub(crate) async fn encrypted_payloads_are_sealed_at_rest_and_read_in_clear(db: &Db) {
+    let engine = db.engine_with_key(Some(&key(1))).await;
+    engine
+        .configure_queue("secret", &encrypted())
+        .await
+        .expect("configure");
+    push_secrets(&engine, 3).await;
+    let clear = json_item("clear", "p", None, &format!("{{\"data\":\"{CLEAR}\"}}"));
+    engine.push(vec![clear]).await.expect("push in clear");
+
+    // A duplicate is recognised: dedup reads the sealed original.
+    let again = json_item("secret", "p", Some("s-1"), &payload(1));
+    let dup = engine.push(vec![again]).await.expect("push again");
+    assert_eq!(dup[0].status, PushStatus::Duplicate);
+
+    // Popped in clear; one message dead-lettered, its payload kept sealed.
+    let held = pop(&engine, "secret", "g", 10).await;
+    let popped: Vec<&str> = held
+        .messages
+        .iter()
+        .map(|m| json_of(&m.record.content))
+        .collect();
+    assert_eq!(popped, [payload(0), payload(1), payload(2)]);
+    let mut items = acks(&held, AckStatus::Completed);
+    items[1].status = AckStatus::Dlq;
+    assert!(ack(&engine, "g", items).await.iter().all(|r| r.success()));
+    let letters = dead_letters(&engine, "secret").await;
+    assert_eq!(json_of(&letters.letters[0].record.content), payload(1));
+
+    // Read by offset (the Kafka door's path) and looked up by id, in clear.
+    let read = engine.read("secret", "p", 0, 10).await.expect("read");
+    assert_eq!(read.len(), 3);
+    assert_eq!(json_of(&read[2].record.content), payload(2));
+    let partition_id = held.messages[0].partition_id;
+    for txn in ["s-1", "s-2"] {
+        let found = engine
+            .message(partition_id, txn)
+            .await
+            .expect("lookup")
+            .expect("found");
+        assert!(json_of(&found.record.content).contains(SECRET), "{txn}");
+    }
+
+    let blobs = stored_blobs(db).await;
+    assert!(holds(&blobs, CLEAR), "the search finds a payload in clear");
+    assert!(
+        !holds(&blobs, SECRET),
+        "no encrypted payload is stored in clear"
+    );
+}
+
+pub(crate) async fn compaction_keeps_sealed_segments_sealed(db: &Db) {
+    let engine = db.engine_with_key(Some(&key(1))).await;
+    let id = compacted_topic(&engine, "c", &[("cleanup.policy", "compact")]).await;
+    engine
+        .update_options("c", |o| {
+            Ok::<_, std::convert::Infallible>(QueueOptions {
+                encryption_enabled: true,
+                ..o.clone()
+            })
+        })
+        .await
+        .expect("encrypt");
+    let value = |i: usize| format!("{SECRET}-{i}");
+    for i in 0..4 {
+        let records = vec![
+            keyed(Some("k"), Some(&value(i))),
+            keyed(Some("j"), Some(&value(i))),
+        ];
+        engine
+            .append_records("c", id, records)
+            .await
+            .expect("append");
+    }
+    db.clock.advance_ms(1_000);
+    compact(&engine).await;
+    let left = values(&engine, id, 0).await;
+    assert_eq!(left, [(6, Some(value(3))), (7, Some(value(3)))]);
+    assert!(!holds(&stored_blobs(db).await, SECRET));
+}
+
+pub(crate) async fn a_broker_without_the_key_refuses_encrypted_queues(db: &Db) {
+    let keyed_engine = db.engine_with_key(Some(&key(1))).await;
+    keyed_engine
+        .configure_queue("secret", &encrypted())
+        .await
+        .expect("configure");
+    push_secrets(&keyed_engine, 2).await;
+    let clear = json_item("clear", "p", None, r#"{"n":1}"#);
+    keyed_engine.push(vec![clear]).await.expect("push in clear");
+
+    let keyless = db.engine().await;
+    let no_key =
+        |r: Result<_, StorageError>| matches!(r, Err(StorageError::Sealed(SealError::NoKey)));
+    assert!(no_key(keyless.read("secret", "p", 0, 10).await.map(drop)));
+    let request = storage::PopRequest::new("secret", 10);
+    assert!(no_key(keyless.pop(&request).await.map(drop)));
+    let push = json_item("secret", "p", Some("s-9"), &payload(9));
+    assert!(no_key(keyless.push(vec![push]).await.map(drop)));
+    assert!(no_key(
+        keyless
+            .configure_queue("other", &encrypted())
+            .await
+            .map(drop)
+    ));
+    assert!(keyless.queue("other").await.expect("queue").is_none());
+    // Other queues are served as ever.
+    assert_eq!(
+        keyless.read("clear", "p", 0, 10).await.expect("read").len(),
+        1
+    );
+
+    let wrong = db.engine_with_key(Some(&key(2))).await;
+    let read = wrong.read("secret", "p", 0, 10).await;
+    assert!(
+        matches!(read, Err(StorageError::Sealed(SealError::WrongKey { .. }))),
+        "{read:?}"
+    );
+    // Nothing the refusals touched changed what is stored.
+    assert_eq!(
+        keyed_engine
+            .read("secret", "p", 0, 10)
+            .await
+            .expect("read")
+            .len(),
+        2
+    );
+}

@@ -1,0 +1,266 @@
+//! At-rest encryption end to end, against the running binary on SQLite and
+//! PostgreSQL: payloads of queues with `encryptionEnabled` (pushed over HTTP
+//! or produced with librdkafka) are read back in clear through both doors,
+//! and the database (the SQLite files, a `pg_dump` of PostgreSQL) holds none
+//! of them in clear. A broker restarted without the key refuses those
+//! queues with a clear error, writes nothing, and serves the others.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use support::{Broker, TestDb};
+use test_support::Backend;
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What the encrypted queues hold: never to be found in the database.
+const SECRET: &str = "sealed-payload-7f3a";
+
+/// What a queue in clear holds: found in the database, so the search works.
+const CLEAR: &str = "clear-payload-51c9";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite() {
+    let db = TestDb::sqlite();
+    encrypted_queues_end_to_end(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres() {
+    let db = TestDb::postgres().await;
+    encrypted_queues_end_to_end(&db).await;
+}
+
+async fn encrypted_queues_end_to_end(db: &TestDb) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key_file = dir.path().join("payload.key");
+    std::fs::write(&key_file, format!("{}\n", "5a".repeat(32))).expect("key file");
+    let key_flag = [
+        "--encryption-key-file",
+        key_file.to_str().expect("utf-8 path"),
+    ];
+
+    let broker = Broker::start(&db.url, &key_flag);
+    configure(&broker, "secret", true).await;
+    configure(&broker, "clear", false).await;
+    assert_eq!(
+        push(&broker, "secret", "s-0", SECRET).await,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        push(&broker, "clear", "c-0", CLEAR).await,
+        StatusCode::CREATED
+    );
+    create_encrypted_topic(&broker, "ksecret").await;
+    produce(&broker, "ksecret", 3).await.expect("produce");
+
+    // Read in clear through both doors.
+    let (status, popped) = pop(&broker, "secret").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(popped["messages"][0]["data"]["data"], SECRET, "{popped}");
+    assert_eq!(consume(&broker, "ksecret", "g1", 3), kafka_values(3));
+    // Left for the restarts below.
+    assert_eq!(
+        push(&broker, "secret", "s-1", SECRET).await,
+        StatusCode::CREATED
+    );
+    broker.terminate();
+
+    assert_nothing_in_clear(db).await;
+
+    // Without the key: refused, clearly; nothing written; the rest served.
+    let keyless = Broker::start(&db.url, &[]);
+    let (status, body) = pop(&keyless, "secret").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["code"], "encryption_key_unavailable");
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("--encryption-key-file")),
+        "{body}"
+    );
+    assert_eq!(
+        push(&keyless, "secret", "s-2", SECRET).await,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert!(produce(&keyless, "ksecret", 1).await.is_err());
+    assert_eq!(pop(&keyless, "clear").await.0, StatusCode::OK);
+    keyless.terminate();
+
+    // With the key again: everything is there, and nothing more.
+    let broker = Broker::start(&db.url, &key_flag);
+    assert_eq!(consume(&broker, "ksecret", "g2", 3), kafka_values(3));
+    let (status, popped) = pop(&broker, "secret").await;
+    assert_eq!(status, StatusCode::OK);
+    let messages = popped["messages"].as_array().expect("messages");
+    assert_eq!(
+        messages.len(),
+        1,
+        "the refused push wrote nothing: {popped}"
+    );
+    assert_eq!(messages[0]["transactionId"], "s-1");
+    assert_eq!(messages[0]["data"]["data"], SECRET);
+}
+
+/// Fails unless no payload of an encrypted queue is stored in clear (as
+/// text, or hex-encoded as `pg_dump` writes a `bytea`), while the clear
+/// queue's payload is found the same way.
+async fn assert_nothing_in_clear(db: &TestDb) {
+    let stored = match db.backend() {
+        Backend::Sqlite => sqlite_files(&db.url),
+        Backend::Postgres => pg_dump(&db.url),
+    };
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    let holds = |text: &str| {
+        let found = |needle: &[u8]| stored.windows(needle.len()).any(|w| w == needle);
+        found(text.as_bytes()) || found(hex(text).as_bytes())
+    };
+    assert!(holds(CLEAR), "the search finds a payload in clear");
+    assert!(!holds(SECRET), "an encrypted payload is stored in clear");
+}
+
+/// Every byte of the SQLite database's files (main file, WAL, shared memory).
+fn sqlite_files(url: &str) -> Vec<u8> {
+    let path = url.trim_start_matches("sqlite://");
+    let dir = Path::new(path).parent().expect("database directory");
+    let mut bytes = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        bytes.extend(std::fs::read(entry.expect("entry").path()).expect("read file"));
+    }
+    bytes
+}
+
+/// The data of the PostgreSQL database, as `pg_dump` writes it.
+fn pg_dump(url: &str) -> Vec<u8> {
+    let out = Command::new("pg_dump")
+        .args(["--data-only", "--dbname", url])
+        .output()
+        .expect("pg_dump (installed with PostgreSQL by scripts/setup)");
+    assert!(
+        out.status.success(),
+        "pg_dump: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+async fn get(broker: &Broker, path: &str) -> (StatusCode, Value) {
+    let response = reqwest::get(format!("{}{path}", broker.http))
+        .await
+        .expect("GET");
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn post(broker: &Broker, path: &str, body: Value) -> (StatusCode, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{}{path}", broker.http))
+        .json(&body)
+        .send()
+        .await
+        .expect("POST");
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn configure(broker: &Broker, queue: &str, encrypted: bool) {
+    let body = json!({"queue": queue, "options": {"encryptionEnabled": encrypted}});
+    let (status, answer) = post(broker, "/api/v1/configure", body).await;
+    assert!(status.is_success(), "configure {queue}: {status} {answer}");
+}
+
+async fn push(broker: &Broker, queue: &str, txn: &str, data: &str) -> StatusCode {
+    let item =
+        json!({"queue": queue, "partition": "p", "transactionId": txn, "payload": {"data": data}});
+    post(broker, "/api/v1/push", json!({"items": [item]}))
+        .await
+        .0
+}
+
+async fn pop(broker: &Broker, queue: &str) -> (StatusCode, Value) {
+    get(
+        broker,
+        &format!("/api/v1/pop/queue/{queue}?batch=10&wait=false&autoAck=true"),
+    )
+    .await
+}
+
+fn kafka_config(broker: &Broker) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &broker.kafka)
+        .set("broker.address.family", "v4");
+    c
+}
+
+async fn create_encrypted_topic(broker: &Broker, topic: &str) {
+    let admin: AdminClient<DefaultClientContext> = kafka_config(broker).create().expect("admin");
+    let new =
+        NewTopic::new(topic, 1, TopicReplication::Fixed(1)).set("queen.encryptionEnabled", "true");
+    let created = admin
+        .create_topics([&new], &AdminOptions::new())
+        .await
+        .expect("create topics");
+    assert!(created.iter().all(Result::is_ok), "{created:?}");
+}
+
+fn kafka_values(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{SECRET}-k{i}")).collect()
+}
+
+/// Produces `n` records; the first failure, if any.
+async fn produce(broker: &Broker, topic: &str, n: usize) -> Result<(), String> {
+    let producer: FutureProducer = kafka_config(broker)
+        .set("message.timeout.ms", "5000")
+        .create()
+        .expect("producer");
+    for value in kafka_values(n) {
+        let record = FutureRecord::to(topic)
+            .key("k")
+            .payload(&value)
+            .partition(0);
+        producer
+            .send(record, TIMEOUT)
+            .await
+            .map_err(|(e, _)| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The values of the first `n` records of partition 0, read by a new group.
+fn consume(broker: &Broker, topic: &str, group: &str, n: usize) -> Vec<String> {
+    let consumer: BaseConsumer = kafka_config(broker)
+        .set("group.id", group)
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    consumer.subscribe(&[topic]).expect("subscribe");
+    let deadline = Instant::now() + TIMEOUT;
+    let (mut values, mut last_error) = (Vec::new(), None);
+    while values.len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "only {values:?} arrived; last error {last_error:?}"
+        );
+        // Errors are retried: right after a restart the broker that
+        // stopped may still be listed for a while.
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => {
+                values.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned())
+            }
+            Some(Err(e)) => last_error = Some(e),
+            None => {}
+        }
+    }
+    values
+}
