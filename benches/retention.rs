@@ -18,6 +18,10 @@
 //! (0: as fast as the broker takes them), `--retention-ms 0` and
 //! `--keys 10000` (with `--dirty-ratio R`, the topic's
 //! `min.cleanable.dirty.ratio`, 0.5 by default) change that.
+//! `QUEEN_BENCH_LOG` is the broker's log filter (default `warn`), e.g.
+//! `warn,storage::committer=debug,storage::retention=debug,storage::sqlite=debug`
+//! to see how long each cleaning, sweep, WAL restart and slow group commit
+//! held the writer.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -220,7 +224,8 @@ async fn main() {
     let args = args();
     let backend = args.backend.as_str();
     let db = fresh_db(backend).await;
-    let broker = Broker::start(&db.url, &[]);
+    let log = std::env::var("QUEEN_BENCH_LOG").unwrap_or_else(|_| "warn".into());
+    let broker = Broker::start(&db.url, &["--log-level", &log]);
     let pid = broker.child.id();
     create(&broker.kafka, &args).await;
     let what = if args.keys > 0 {

@@ -28,6 +28,10 @@ struct Pending {
 /// Resolves to a job's outcome once its group has committed.
 pub(crate) type Answer = oneshot::Receiver<Result<JobOutcome>>;
 
+/// A group commit slower than this is logged (at debug level), to tell
+/// what held the writer up.
+const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The handle to the writer tasks.
 #[derive(Debug, Clone)]
 pub(crate) struct Committer {
@@ -153,6 +157,13 @@ impl Writer {
         )
         .await?;
         tx.commit().await?;
+        if start.elapsed() >= SLOW_COMMIT {
+            tracing::debug!(
+                jobs = jobs.len(),
+                held_ms = start.elapsed().as_millis() as u64,
+                "append: slow group commit"
+            );
+        }
         observe_commit(start, jobs);
         // Only what was committed may enter the cache.
         for (partition_id, index) in indexes {

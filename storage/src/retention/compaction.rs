@@ -245,6 +245,7 @@ impl Engine {
         let sealer = &*self.inner.sealer;
         let mut bases = bases.iter().copied().peekable();
         while bases.peek().is_some() {
+            let held = std::time::Instant::now();
             let mut tx = self.inner.store.begin_write().await?;
             let mut conn = tx.conn();
             let (mut replaced, mut bytes, mut runs, mut removed) = (0, 0, Vec::new(), 0);
@@ -279,6 +280,14 @@ impl Engine {
             }
             conn.write_appends(&runs, &[], &[]).await?;
             tx.commit().await?;
+            tracing::debug!(
+                partition_id = partition_id.get(),
+                replaced,
+                written = runs.len(),
+                removed,
+                held_ms = held.elapsed().as_millis() as u64,
+                "compaction: segments rewritten"
+            );
             crate::metrics::STORAGE
                 .compaction_records
                 .inc_by(removed as u64);

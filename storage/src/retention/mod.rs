@@ -170,6 +170,7 @@ impl Engine {
         if due.is_empty() {
             return Ok(0);
         }
+        let held = std::time::Instant::now();
         let mut tx = store.begin_write().await?;
         let mut conn = tx.conn();
         let mut deleted = 0;
@@ -182,6 +183,11 @@ impl Engine {
                 sql::retention::delete_below(&mut conn, partition_id, log_start, left).await?;
         }
         tx.commit().await?;
+        tracing::debug!(
+            deleted,
+            held_ms = held.elapsed().as_millis() as u64,
+            "retention: segments deleted"
+        );
         Ok(deleted)
     }
 

@@ -73,7 +73,15 @@ async fn round(pool: &SqlitePool, writer: &SqlitePool, restart_frames: i64) -> s
         // the writer waits (~50 ms each time, against ~2 ms after this).
         checkpoint(pool, "PASSIVE").await?;
         let _writer_held = writer.acquire().await?;
+        let held = std::time::Instant::now();
         let (busy, wal_frames, copied) = checkpoint(pool, "RESTART").await?;
+        tracing::debug!(
+            busy,
+            wal_frames,
+            copied,
+            held_ms = held.elapsed().as_millis() as u64,
+            "sqlite: WAL restarted"
+        );
         if busy != 0 {
             tracing::debug!(
                 wal_frames,
