@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod http;
+pub mod http_security;
 pub mod kafka_listeners;
 pub mod metrics;
 
@@ -35,14 +36,17 @@ pub async fn run(
     let http = TcpListener::bind(config.http_addr)
         .await
         .with_context(|| format!("binding the HTTP address {}", config.http_addr))?;
-    kafka_listeners::check_http_exposure(&config, http.local_addr()?)?;
+    let sasl = kafka_listeners::sasl(&config)?;
+    let http_auth = http_security::auth(&config, &engine, &sasl)?;
+    http_security::check_exposure(&config, http.local_addr()?, http_auth.is_some())?;
+    let http_tls = http_security::tls(&config)?;
     let kafka = kafka_listeners::bind(&config).await?;
     let facade_config = facade::FacadeConfig {
         max_request_bytes: config.max_kafka_request_bytes,
         max_message_bytes: config.max_message_bytes,
         max_decompressed_bytes: config.max_kafka_request_bytes,
         listeners: kafka.iter().map(|(_, l)| l.clone()).collect(),
-        sasl: kafka_listeners::sasl(&config)?,
+        sasl,
         auto_create_topics: config.auto_create_topics,
         default_partitions: config.default_partitions.max(1),
         max_connections: config.max_kafka_connections,
@@ -89,8 +93,16 @@ pub async fn run(
     let broker = Arc::new(broker);
     let metrics =
         metrics::Metrics::new(engine.clone(), broker.clone(), config.metrics_per_partition);
-    let app = http::router(state).merge(metrics::router(metrics));
-    let http_task = tokio::spawn(http::serve(http, app, stop.clone().cancelled_owned()));
+    let app = http::auth::protect(
+        http::router(state).merge(metrics::router(metrics)),
+        http_auth,
+    );
+    let http_task = tokio::spawn(http::serve(
+        http,
+        http_tls,
+        app,
+        stop.clone().cancelled_owned(),
+    ));
     let kafka_task = tokio::spawn(facade::serve(kafka, broker, stop.clone().cancelled_owned()));
 
     let kv_engine = engine.clone();

@@ -4,6 +4,7 @@
 
 pub(crate) mod kafka;
 pub(crate) mod pki;
+pub(crate) mod python;
 pub(crate) mod router;
 
 use std::io::{BufRead, BufReader};
