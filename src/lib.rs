@@ -38,9 +38,9 @@ pub async fn run(
         .with_context(|| format!("binding the HTTP address {}", config.http_addr))?;
     let sasl = kafka_listeners::sasl(&config)?;
     let http_auth = http_security::auth(&config, &engine, &sasl)?;
-    http_security::check_exposure(&config, http.local_addr()?, http_auth.is_some())?;
     let http_tls = http_security::tls(&config)?;
     let kafka = kafka_listeners::bind(&config).await?;
+    http_security::check_exposure(&config, http.local_addr()?, http_auth.is_some())?;
     let facade_config = facade::FacadeConfig {
         max_request_bytes: config.max_kafka_request_bytes,
         max_message_bytes: config.max_message_bytes,
