@@ -93,22 +93,6 @@ fn es256(keys: &Keys, sub: &str) -> String {
     jsonwebtoken::encode(&header, &claims, &keys.es256).expect("ES256 token")
 }
 
-/// `queen user add NAME`, the password from the environment.
-fn add_user(url: &str, (name, password): (&str, &str)) {
-    let out = Command::new(env!("CARGO_BIN_EXE_queen"))
-        .args(["--database-url", url, "user", "add", name])
-        .env("QUEEN_LOG", "warn")
-        .env("QUEEN_USER_PASSWORD", password)
-        .stdin(Stdio::null())
-        .output()
-        .expect("queen user add");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// How a request proves who it is.
 #[derive(Clone, Copy)]
 enum Auth<'a> {
@@ -194,7 +178,7 @@ impl Https {
 async fn https_tokens_and_basic(url: &str) {
     let pki = Pki::new();
     let keys = Keys::new();
-    add_user(url, ALICE);
+    support::add_user(url, ALICE.0, ALICE.1);
     let mut flags = keys.flags();
     flags.extend(
         [
