@@ -449,3 +449,55 @@ fn require_auth_needs_http_authentication_and_an_open_api_is_warned_about() {
         "{log}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_refuses_a_client_without_a_certificate() {
+    let db = TestDb::sqlite();
+    let pki = Pki::new();
+    let keys = Keys::new();
+    let mut flags = keys.flags();
+    flags.extend(
+        [
+            "--http-tls-cert",
+            &pki.path("server.pem"),
+            "--http-tls-key",
+            &pki.path("server.key"),
+            "--http-tls-client-ca",
+            &pki.path("ca.pem"),
+        ]
+        .map(str::to_owned),
+    );
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let broker = Broker::start(&db.url, &flags);
+    let without = Https::new(&pki, &broker);
+    let refused = without
+        .client
+        .get(format!("{}/health", without.base))
+        .send()
+        .await;
+    assert!(
+        refused.is_err(),
+        "served without a client certificate: {refused:?}"
+    );
+
+    let mut identity = std::fs::read(pki.path("client.pem")).expect("client cert");
+    identity.extend(std::fs::read(pki.path("client.key")).expect("client key"));
+    let ca = std::fs::read(pki.path("ca.pem")).expect("CA");
+    let with = Https {
+        client: reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca).expect("CA PEM"))
+            .identity(reqwest::Identity::from_pem(&identity).expect("identity"))
+            .build()
+            .expect("client"),
+        base: without.base.clone(),
+    };
+    let (status, _, _) = with.get(Auth::None, "/health").await;
+    assert_eq!(status, StatusCode::OK);
+    // A certificate is not a credential here: the API still asks for one.
+    assert_eq!(with.push(Auth::None, 0).await, StatusCode::UNAUTHORIZED);
+    let token = hs256("svc-mtls", 600);
+    assert_eq!(
+        with.push(Auth::Bearer(&token), 0).await,
+        StatusCode::CREATED
+    );
+}

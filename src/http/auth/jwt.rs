@@ -237,3 +237,128 @@ impl JwtVerifier {
         Err(refusal)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use jsonwebtoken::{EncodingKey, Header};
+    use serde_json::json;
+
+    use super::*;
+
+    const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+    fn now() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or_default()
+    }
+
+    fn file(dir: &tempfile::TempDir, name: &str, contents: &[u8]) -> Option<PathBuf> {
+        let path = dir.path().join(name);
+        std::fs::write(&path, contents).expect("write");
+        Some(path)
+    }
+
+    fn hs256(claims: serde_json::Value) -> String {
+        jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(SECRET),
+        )
+        .expect("token")
+    }
+
+    #[test]
+    fn claims_are_checked() {
+        let dir = tempfile::tempdir().expect("dir");
+        let settings = JwtSettings {
+            secret_file: file(&dir, "secret", SECRET),
+            issuer: Some("idp".into()),
+            audience: Some("queen".into()),
+            ..JwtSettings::default()
+        };
+        let verifier = JwtVerifier::load(&settings).expect("loaded");
+        let good = json!({"sub": "s", "exp": now() + 60, "iss": "idp", "aud": "queen"});
+        assert_eq!(verifier.subject(&hs256(good.clone())), Ok("s".into()));
+        for (what, change) in [
+            ("expired", json!({"exp": now() - 120})),
+            ("not yet valid", json!({"nbf": now() + 120})),
+            ("another issuer", json!({"iss": "elsewhere"})),
+            ("another audience", json!({"aud": "other"})),
+            ("no subject", json!({"sub": null})),
+            ("empty subject", json!({"sub": ""})),
+            ("no expiry", json!({"exp": null})),
+        ] {
+            let mut claims = good.clone();
+            for (k, v) in change.as_object().expect("object") {
+                if v.is_null() {
+                    claims.as_object_mut().expect("object").remove(k);
+                } else {
+                    claims[k] = v.clone();
+                }
+            }
+            assert!(verifier.subject(&hs256(claims)).is_err(), "{what}");
+        }
+        assert!(verifier.subject("not.a.token").is_err());
+        assert!(verifier.subject("").is_err());
+    }
+
+    #[test]
+    fn a_public_key_is_not_an_hmac_secret() {
+        let dir = tempfile::tempdir().expect("dir");
+        let key = rcgen::KeyPair::generate().expect("P-256 key");
+        let public = key.public_key_pem();
+        let settings = JwtSettings {
+            public_key_file: file(&dir, "public.pem", public.as_bytes()),
+            ..JwtSettings::default()
+        };
+        let verifier = JwtVerifier::load(&settings).expect("loaded");
+        let claims = json!({"sub": "s", "exp": now() + 60});
+        let es256 = jsonwebtoken::encode(
+            &Header::new(Algorithm::ES256),
+            &claims,
+            &EncodingKey::from_ec_pem(key.serialize_pem().as_bytes()).expect("key"),
+        )
+        .expect("token");
+        assert_eq!(verifier.subject(&es256), Ok("s".into()));
+        // The classic confusion: HS256 keyed with the public key's text.
+        let confused = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(public.as_bytes()),
+        )
+        .expect("token");
+        assert!(verifier.subject(&confused).is_err());
+    }
+
+    #[test]
+    fn unusable_keys_are_refused_at_load() {
+        let dir = tempfile::tempdir().expect("dir");
+        for settings in [
+            JwtSettings::default(),
+            JwtSettings {
+                secret_file: file(&dir, "short", b"short secret\n"),
+                ..JwtSettings::default()
+            },
+            JwtSettings {
+                public_key_file: file(&dir, "garbage.pem", b"-----BEGIN PUBLIC KEY-----\n"),
+                ..JwtSettings::default()
+            },
+            JwtSettings {
+                jwks_file: file(&dir, "empty.json", br#"{"keys":[]}"#),
+                ..JwtSettings::default()
+            },
+            JwtSettings {
+                jwks_file: file(&dir, "bad.json", b"{"),
+                ..JwtSettings::default()
+            },
+            JwtSettings {
+                secret_file: Some(dir.path().join("missing")),
+                ..JwtSettings::default()
+            },
+        ] {
+            assert!(JwtVerifier::load(&settings).is_err(), "{settings:?}");
+        }
+    }
+}
