@@ -261,27 +261,36 @@ fn redact(url: &str) -> String {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// Resolves on SIGINT or SIGTERM. The handlers are installed by this
+/// call, not when the future is first polled: `run` polls it only after
+/// printing the listening line, and a SIGTERM sent on seeing that line
+/// must not find the default action (death) still in place.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                    let _ = interrupt.await;
-                    return;
+        use tokio::signal::unix::{signal, SignalKind};
+        let handlers = signal(SignalKind::interrupt()).and_then(|interrupt| {
+            signal(SignalKind::terminate()).map(|terminate| (interrupt, terminate))
+        });
+        async move {
+            match handlers {
+                Ok((mut interrupt, mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                    }
                 }
-            };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = term.recv() => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGINT and SIGTERM");
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = interrupt.await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
