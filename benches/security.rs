@@ -19,7 +19,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -211,21 +210,6 @@ fn scram_once(address: &str, salted: &mut Option<Vec<u8>>, nonce: u64) {
     assert!(last.auth_bytes.starts_with(b"v="));
 }
 
-fn add_user(url: &str) {
-    let out = Command::new(env!("CARGO_BIN_EXE_queen"))
-        .args(["--database-url", url, "user", "add", USER])
-        .env("QUEEN_USER_PASSWORD", PASSWORD)
-        .env("QUEEN_LOG", "warn")
-        .stdout(Stdio::null())
-        .output()
-        .expect("queen user add");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[tokio::main]
 async fn main() {
     let flags = Flags::parse();
@@ -239,7 +223,7 @@ async fn main() {
     let broker_flags = pki.flags("none");
     let broker_flags: Vec<&str> = broker_flags.iter().map(String::as_str).collect();
     let broker = Broker::start(&db.url, &broker_flags);
-    add_user(&db.url);
+    support::add_user(&db.url, USER, PASSWORD);
     println!(
         "security bench: {backend}, {records} records of 100 bytes per run, median of {repeat}"
     );

@@ -191,10 +191,56 @@ pub struct Config {
     pub kafka_sasl_session_lifetime_ms: i64,
 
     /// Refuse to start if a Kafka listener does not authenticate its
-    /// clients, or the HTTP API (which has no authentication yet) listens
-    /// beyond loopback.
+    /// clients, or the HTTP API has no --http-auth.
     #[arg(long, env = "QUEEN_REQUIRE_AUTH")]
     pub require_auth: bool,
+
+    /// The certificate chain (PEM) of the HTTP API: with --http-tls-key it
+    /// serves HTTPS only.
+    #[arg(long, env = "QUEEN_HTTP_TLS_CERT", requires = "http_tls_key")]
+    pub http_tls_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of the HTTP API's certificate.
+    #[arg(long, env = "QUEEN_HTTP_TLS_KEY", requires = "http_tls_cert")]
+    pub http_tls_key: Option<PathBuf>,
+
+    /// CA certificates (PEM): when given, HTTPS clients must present a
+    /// certificate signed by one of them (mutual TLS).
+    #[arg(long, env = "QUEEN_HTTP_TLS_CLIENT_CA", requires = "http_tls_cert")]
+    pub http_tls_client_ca: Option<PathBuf>,
+
+    /// How HTTP clients authenticate, separated by commas: `jwt`
+    /// (`Authorization: Bearer`), `basic` (the users of `queen user`).
+    /// None (the default): every request is served, as on loopback.
+    #[arg(long, env = "QUEEN_HTTP_AUTH", value_delimiter = ',', value_parser = ["jwt", "basic"])]
+    pub http_auth: Vec<String>,
+
+    /// The HS256 secret of bearer tokens (the file's bytes, trailing
+    /// whitespace dropped; at least 32 bytes).
+    #[arg(long, env = "QUEEN_HTTP_JWT_SECRET_FILE")]
+    pub http_jwt_secret_file: Option<PathBuf>,
+
+    /// A public key (PEM, RSA or EC P-256/P-384) bearer tokens are signed
+    /// for: RS256/RS384/RS512 or ES256/ES384.
+    #[arg(long, env = "QUEEN_HTTP_JWT_PUBLIC_KEY_FILE")]
+    pub http_jwt_public_key_file: Option<PathBuf>,
+
+    /// A JWKS file (`{"keys":[…]}`) of the keys bearer tokens are signed
+    /// with, chosen by the token's `kid`.
+    #[arg(long, env = "QUEEN_HTTP_JWT_JWKS_FILE")]
+    pub http_jwt_jwks_file: Option<PathBuf>,
+
+    /// The `iss` bearer tokens must carry (default: not checked).
+    #[arg(long, env = "QUEEN_HTTP_JWT_ISSUER")]
+    pub http_jwt_issuer: Option<String>,
+
+    /// The `aud` bearer tokens must carry (default: not checked).
+    #[arg(long, env = "QUEEN_HTTP_JWT_AUDIENCE")]
+    pub http_jwt_audience: Option<String>,
+
+    /// Clock skew allowed when checking `exp` and `nbf`, in seconds.
+    #[arg(long, env = "QUEEN_HTTP_JWT_LEEWAY_SECS", default_value_t = 30)]
+    pub http_jwt_leeway_secs: u64,
 
     /// What to do instead of running the broker.
     #[command(subcommand)]

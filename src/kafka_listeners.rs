@@ -176,21 +176,6 @@ fn check_exposure(
     Ok(())
 }
 
-/// The same rule for the HTTP API, which has no authentication yet.
-pub fn check_http_exposure(config: &Config, local: SocketAddr) -> anyhow::Result<()> {
-    if local.ip().is_loopback() {
-        return Ok(());
-    }
-    if config.require_auth {
-        bail!(
-            "--require-auth: the HTTP API has no authentication yet and listens on {local}; \
-             bind it to a loopback address"
-        );
-    }
-    tracing::warn!(address = %local, "the HTTP API accepts anyone who reaches it: no authentication on a non-loopback address");
-    Ok(())
-}
-
 /// The SASL settings of the flags.
 pub fn sasl(config: &Config) -> anyhow::Result<facade::SaslConfig> {
     let mut mechanisms = Vec::new();

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod http;
+pub mod http_security;
 pub mod kafka_listeners;
 pub mod metrics;
 
@@ -48,14 +49,17 @@ pub async fn run(
     let http = TcpListener::bind(config.http_addr)
         .await
         .with_context(|| format!("binding the HTTP address {}", config.http_addr))?;
-    kafka_listeners::check_http_exposure(&config, http.local_addr()?)?;
+    let sasl = kafka_listeners::sasl(&config)?;
+    let http_auth = http_security::auth(&config, &engine, &sasl)?;
+    let http_tls = http_security::tls(&config)?;
     let kafka = kafka_listeners::bind(&config).await?;
+    http_security::check_exposure(&config, http.local_addr()?, http_auth.is_some())?;
     let facade_config = facade::FacadeConfig {
         max_request_bytes: config.max_kafka_request_bytes,
         max_message_bytes: config.max_message_bytes,
         max_decompressed_bytes: config.max_kafka_request_bytes,
         listeners: kafka.iter().map(|(_, l)| l.clone()).collect(),
-        sasl: kafka_listeners::sasl(&config)?,
+        sasl,
         auto_create_topics: config.auto_create_topics,
         default_partitions: config.default_partitions.max(1),
         max_connections: config.max_kafka_connections,
@@ -102,8 +106,16 @@ pub async fn run(
     let broker = Arc::new(broker);
     let metrics =
         metrics::Metrics::new(engine.clone(), broker.clone(), config.metrics_per_partition);
-    let app = http::router(state).merge(metrics::router(metrics));
-    let http_task = tokio::spawn(http::serve(http, app, stop.clone().cancelled_owned()));
+    let app = http::auth::protect(
+        http::router(state).merge(metrics::router(metrics)),
+        http_auth,
+    );
+    let http_task = tokio::spawn(http::serve(
+        http,
+        http_tls,
+        app,
+        stop.clone().cancelled_owned(),
+    ));
     let kafka_task = tokio::spawn(facade::serve(kafka, broker, stop.clone().cancelled_owned()));
 
     let kv_engine = engine.clone();
@@ -262,27 +274,36 @@ fn redact(url: &str) -> String {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// Resolves on SIGINT or SIGTERM. The handlers are installed by this
+/// call, not when the future is first polled: `run` polls it only after
+/// printing the listening line, and a SIGTERM sent on seeing that line
+/// must not find the default action (death) still in place.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                    let _ = interrupt.await;
-                    return;
+        use tokio::signal::unix::{signal, SignalKind};
+        let handlers = signal(SignalKind::interrupt()).and_then(|interrupt| {
+            signal(SignalKind::terminate()).map(|terminate| (interrupt, terminate))
+        });
+        async move {
+            match handlers {
+                Ok((mut interrupt, mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                    }
                 }
-            };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = term.recv() => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGINT and SIGTERM");
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = interrupt.await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -150,6 +150,7 @@ async fn kafka_records_pop_with_their_encodings(api: &Api) {
             message_id: storage::new_message_id(),
             transaction_id: None,
             trace_id: None,
+            producer_sub: None,
             content: Content::Kafka(KafkaRecord {
                 key: key.map(Bytes::from_static),
                 value: value.map(Bytes::from_static),

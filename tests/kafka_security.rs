@@ -592,7 +592,12 @@ async fn kcat_over_ssl_with_a_client_certificate(url: &str) {
     let pki = Pki::new();
     // Client certificates required: the SSL listener authenticates.
     let mut flags = pki.flags("required");
-    flags.push("--require-auth".into());
+    // --require-auth covers the HTTP API too: it authenticates with Basic.
+    flags.extend([
+        "--require-auth".into(),
+        "--http-auth".into(),
+        "basic".into(),
+    ]);
     flags[1] = "SSL://127.0.0.1:0".into();
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let broker = Broker::start(url, &flags);

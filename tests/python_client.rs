@@ -5,40 +5,10 @@
 
 mod support;
 
-use std::process::Command;
-
 use support::{Broker, TestDb};
 
-fn python() -> String {
-    std::env::var("QUEEN_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())
-}
-
 fn run_script(script: &str, broker: &Broker) {
-    let python = python();
-    let probe = Command::new(&python)
-        .args(["-c", "import queen, kafka"])
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
-    assert!(
-        probe.success(),
-        "the Python clients (queen-mq, kafka-python) are not installed for {python}: \
-         pip install -r tests/python/requirements.txt (scripts/test does it)"
-    );
-    let path = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
-    let output = Command::new(&python)
-        .arg(&path)
-        .env("QUEEN_URL", &broker.http)
-        .env("QUEEN_KAFKA", &broker.kafka)
-        .output()
-        .expect("run the python script");
-    // Shown with `--nocapture`: the scripts print what they measured.
-    print!("{}", String::from_utf8_lossy(&output.stdout));
-    assert!(
-        output.status.success(),
-        "{script} failed\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    support::python::run(script, broker, &[]);
 }
 
 /// Runs `script` against a broker on a fresh SQLite database.

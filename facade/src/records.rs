@@ -182,6 +182,7 @@ fn decode_record(
         message_id,
         transaction_id: None,
         trace_id: None,
+        producer_sub: None,
         content: Content::Kafka(KafkaRecord {
             key,
             value,
@@ -513,6 +514,7 @@ mod tests {
                     message_id: storage::new_message_id(),
                     transaction_id: Some("order-1".into()),
                     trace_id: None,
+                    producer_sub: None,
                     content: Content::Json(r#"{"a":1}"#.into()),
                 },
             }))

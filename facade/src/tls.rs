@@ -1,6 +1,6 @@
-//! TLS for Kafka listeners: rustls (on ring) from PEM files, optionally
-//! verifying client certificates against a CA, whose subject then names
-//! the connection's principal.
+//! TLS from PEM files through rustls (on ring), for the Kafka listeners
+//! and the HTTP API alike: optionally verifying client certificates against
+//! a CA, whose subject then names a Kafka connection's principal.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -50,7 +50,7 @@ pub enum TlsError {
         reason: String,
     },
     /// Client certificates are asked for, but no CA says which to trust.
-    #[error("client certificate authentication needs a CA file (--kafka-ssl-client-ca)")]
+    #[error("client certificate authentication needs a CA file of client certificates")]
     NoClientCa,
     /// rustls refused the material.
     #[error("TLS: {0}")]

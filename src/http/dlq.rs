@@ -90,7 +90,7 @@ pub(super) async fn list(
                 json!(d.record.trace_id.map(|t| t.to_string())),
             );
             insert_content(&mut m, "data", &d.record.content);
-            m.insert("producerSub".into(), Value::Null);
+            m.insert("producerSub".into(), json!(d.record.producer_sub));
             m.insert("createdAt".into(), json!(timestamp(d.created_at_ms)));
             m.insert("failedAt".into(), json!(timestamp(d.failed_at_ms)));
             Value::Object(m)

@@ -41,6 +41,14 @@ pub enum ApiError {
     /// The engine refused or failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// Authentication is on and the request did not pass it: 401
+    /// `unauthorized` (the caller adds `WWW-Authenticate`).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Authentication could not be checked (the user store failed): 503
+    /// `unavailable`.
+    #[error("{0}")]
+    AuthUnavailable(String),
 }
 
 impl ApiError {
@@ -52,6 +60,8 @@ impl ApiError {
             Self::QueueNotFound => (StatusCode::NOT_FOUND, "queue_not_found"),
             Self::MessageNotFound => (StatusCode::NOT_FOUND, "message_not_found"),
             Self::Unsuccessful(inner) | Self::PopRefused(inner) => inner.status_and_code(),
+            Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Self::AuthUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Self::Storage(e) => match e {
                 StorageError::InvalidInput(_) => (StatusCode::BAD_REQUEST, "bad_request"),
                 StorageError::KvBadRequest { .. } => (StatusCode::BAD_REQUEST, "kv_bad_request"),

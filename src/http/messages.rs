@@ -49,7 +49,7 @@ pub(super) async fn get(
         "traceId".into(),
         json!(m.record.trace_id.map(|t| t.to_string())),
     );
-    out.insert("producerSub".into(), Value::Null);
+    out.insert("producerSub".into(), json!(m.record.producer_sub));
     out.insert("createdAt".into(), json!(timestamp(m.created_at_ms)));
     out.insert("errorMessage".into(), json!(m.error_message));
     out.insert("retryCount".into(), json!(m.retry_count));

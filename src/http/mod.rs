@@ -7,6 +7,7 @@
 //! body; `render` holds shared output shapes.
 
 mod ack;
+pub mod auth;
 mod body;
 mod configure;
 mod consumer_groups;
@@ -23,6 +24,7 @@ mod pop;
 mod push;
 mod queues;
 mod render;
+pub mod tls;
 mod transaction;
 
 use std::future::Future;
@@ -111,14 +113,24 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves `app` (the API's [`router`] with what the broker adds) on
-/// `listener`, counting its connections, until `shutdown` resolves, then
-/// lets the requests in flight finish.
+/// `listener`, over TLS with `tls`, counting its connections, until
+/// `shutdown` resolves, then lets the requests in flight finish.
 pub async fn serve(
     listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(crate::metrics::http::CountedListener(listener), app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    match tls {
+        None => {
+            axum::serve(crate::metrics::http::CountedListener(listener), app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+        Some(acceptor) => {
+            axum::serve(tls::TlsListener::new(listener, acceptor)?, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+    }
 }

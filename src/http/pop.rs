@@ -109,7 +109,7 @@ struct MessageJson<'a> {
     data: Box<RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     data_encoding: Option<&'static str>,
-    producer_sub: Option<String>,
+    producer_sub: Option<&'a str>,
     created_at: String,
     partition_id: String,
     partition: &'a str,
@@ -259,7 +259,7 @@ fn message<'a>(m: &'a PoppedMessage, group: &'a str) -> MessageJson<'a> {
         trace_id: m.record.trace_id.map(|t| t.to_string()),
         data: data.json,
         data_encoding: data.encoding,
-        producer_sub: None,
+        producer_sub: m.record.producer_sub.as_deref(),
         created_at: timestamp(m.created_at_ms),
         partition_id: m.partition_id.to_string(),
         partition: &m.partition,

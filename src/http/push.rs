@@ -2,13 +2,14 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json;
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use storage::{Content, PushItem, PushStatus, Record, DEFAULT_PARTITION};
 use telemetry::{Door, TRAFFIC};
 use uuid::Uuid;
 
+use super::auth::{producer_sub, Caller};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::render::compact_json;
@@ -45,20 +46,23 @@ pub(super) struct PushAnswer {
     offset: i64,
 }
 
-/// Appends the items; answers 201 with one element per item.
+/// Appends the items, stamped with the caller's subject; answers 201 with
+/// one element per item.
 pub(super) async fn push(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     JsonBody(body): JsonBody<PushBody>,
 ) -> Result<(StatusCode, Json<Vec<PushAnswer>>), ApiError> {
     let items = body
         .items
         .ok_or_else(|| ApiError::BadRequest("items array is required".into()))?;
+    let producer_sub = producer_sub(&caller);
     let mut bytes = 0;
     let items = items
         .into_iter()
         .enumerate()
         .map(|(i, item)| {
-            let item = to_push_item(i, item)?;
+            let item = to_push_item(i, item, producer_sub.clone())?;
             if let Content::Json(data) = &item.record.content {
                 bytes += data.len();
             }
@@ -97,7 +101,11 @@ fn received(bytes: usize, records: usize) {
     traffic.batch_bytes.observe(bytes as f64);
 }
 
-fn to_push_item(index: usize, item: PushItemBody) -> Result<PushItem, ApiError> {
+fn to_push_item(
+    index: usize,
+    item: PushItemBody,
+    producer_sub: Option<String>,
+) -> Result<PushItem, ApiError> {
     let queue = item
         .queue
         .ok_or_else(|| ApiError::BadRequest(format!("items[{index}].queue is required")))?;
@@ -116,6 +124,7 @@ fn to_push_item(index: usize, item: PushItemBody) -> Result<PushItem, ApiError> 
             transaction_id: item.transaction_id,
             // An unparsable trace id is ignored, as the spec asks, not refused.
             trace_id: item.trace_id.and_then(|t| Uuid::parse_str(&t).ok()),
+            producer_sub,
             content: Content::Json(data),
         },
     })

@@ -3,7 +3,7 @@
 //! 200 with `success`; only a body that is not JSON is 400.
 
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -13,6 +13,7 @@ use storage::{
 };
 use uuid::Uuid;
 
+use super::auth::{producer_sub, Caller};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::kv::{parse_ops, precondition_json, result_json, KvOps};
@@ -77,16 +78,24 @@ enum Echo {
     Push { queue: String },
 }
 
-/// Runs a transaction and answers its verdict.
+/// Runs a transaction and answers its verdict. Its pushes are stamped
+/// with the caller's subject.
 pub(super) async fn transaction(
     State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
     JsonBody(body): JsonBody<Loose<Object<TxnBody>>>,
 ) -> Result<Json<Value>, ApiError> {
     let id = storage::new_message_id();
-    let (request, echoes, kv_names) = match parse(body) {
+    let (mut request, echoes, kv_names) = match parse(body) {
         Ok(parsed) => parsed,
         Err(error) => return Ok(Json(bad_request(id, &error))),
     };
+    let producer_sub = producer_sub(&caller);
+    for op in &mut request.operations {
+        if let TxnOp::Push(item) = op {
+            item.record.producer_sub.clone_from(&producer_sub);
+        }
+    }
     let outcome = match state.engine.transaction(request).await {
         Ok(outcome) => outcome,
         Err(
@@ -337,6 +346,8 @@ fn push(i: usize, o: TxnPushBody) -> Result<PushItem, String> {
             message_id: storage::new_message_id(),
             transaction_id: o.transaction_id,
             trace_id: o.trace_id.and_then(|t| Uuid::parse_str(&t).ok()),
+            // Stamped by the handler, from the caller, never from the body.
+            producer_sub: None,
             content: Content::Json(data),
         },
     })

@@ -9,6 +9,7 @@
 //! record  := flags:u8 message_id:[16]
 //!            [txn_len:varint txn:bytes]            unless MINTED_TXN
 //!            [trace_id:[16]]                       if TRACE
+//!            [sub_len:varint sub:bytes]            if PRODUCER_SUB
 //!            json_len:varint json:bytes            if not KAFKA
 //!            timestamp:zigzag-varint               if KAFKA
 //!            [key_len:varint key:bytes]            if KAFKA and KEY
@@ -27,11 +28,17 @@ use crate::error::{Result, StorageError};
 /// The layout version written into every segment row.
 pub const FORMAT_V1: i16 = 1;
 
+// A record starts with its flags byte. Sealed blobs start with a byte no
+// combination of flags makes (`sealing.rs`), which is how readers tell them
+// apart: a new flag must keep every combination below it.
 const KAFKA: u8 = 1;
 const MINTED_TXN: u8 = 2;
 const TRACE: u8 = 4;
 const KEY: u8 = 8;
 const VALUE: u8 = 16;
+/// Added after the first segments were written: records without it (all
+/// older ones) simply have no producer subject.
+const PRODUCER_SUB: u8 = 32;
 
 /// A Kafka record header: a name and an optional value, both kept as bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +81,10 @@ pub struct Record {
     pub transaction_id: Option<String>,
     /// The trace id the producer attached, if any.
     pub trace_id: Option<Uuid>,
+    /// Who pushed it, as the HTTP door authenticated them (the JWT `sub`
+    /// or the Basic user name): the spec's `producerSub`. Never taken from
+    /// a request body.
+    pub producer_sub: Option<String>,
     /// The payload.
     pub content: Content,
 }
@@ -104,6 +115,9 @@ impl Record {
         if self.trace_id.is_some() {
             flags |= TRACE;
         }
+        if self.producer_sub.is_some() {
+            flags |= PRODUCER_SUB;
+        }
         if let Content::Kafka(k) = &self.content {
             flags |= KAFKA;
             if k.key.is_some() {
@@ -120,6 +134,9 @@ impl Record {
         }
         if let Some(trace) = &self.trace_id {
             out.extend_from_slice(trace.as_bytes());
+        }
+        if let Some(sub) = &self.producer_sub {
+            put_bytes(out, sub.as_bytes());
         }
         match &self.content {
             Content::Json(json) => put_bytes(out, json.as_bytes()),
@@ -161,6 +178,12 @@ impl Record {
         } else {
             None
         };
+        let producer_sub = if flags & PRODUCER_SUB != 0 {
+            let raw = take_bytes(buf)?;
+            Some(String::from_utf8(raw.to_vec()).map_err(|_| corrupt("producer subject"))?)
+        } else {
+            None
+        };
         let content = if flags & KAFKA == 0 {
             let raw = take_bytes(buf)?;
             Content::Json(String::from_utf8(raw.to_vec()).map_err(|_| corrupt("json payload"))?)
@@ -189,6 +212,7 @@ impl Record {
             message_id,
             transaction_id,
             trace_id,
+            producer_sub,
             content,
         })
     }
@@ -253,6 +277,9 @@ fn skip_record(buf: &mut Bytes) -> Result<()> {
     }
     if flags & TRACE != 0 {
         take_exact(buf, 16)?;
+    }
+    if flags & PRODUCER_SUB != 0 {
+        take_bytes(buf)?;
     }
     if flags & KAFKA == 0 {
         take_bytes(buf)?;
@@ -349,6 +376,7 @@ mod tests {
             message_id: Uuid::now_v7(),
             transaction_id: txn.map(str::to_owned),
             trace_id: trace.then(Uuid::new_v4),
+            producer_sub: trace.then(|| "alice@example".to_owned()),
             content: Content::Json(r#"{"a":[1,"é"]}"#.to_owned()),
         }
     }
@@ -358,6 +386,7 @@ mod tests {
             message_id: Uuid::now_v7(),
             transaction_id: None,
             trace_id: None,
+            producer_sub: None,
             content: Content::Kafka(KafkaRecord {
                 key: key.map(Bytes::copy_from_slice),
                 value: value.map(Bytes::copy_from_slice),

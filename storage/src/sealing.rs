@@ -11,7 +11,7 @@
 //! ```
 //!
 //! A blob in clear starts with a record's flags byte, which is always below
-//! 0x20 (`record.rs`), so [`MAGIC`] never starts one: readers need no
+//! 0x40 (`record.rs`), so [`MAGIC`] never starts one: readers need no
 //! column to tell sealed blobs from clear ones, and a queue that turns
 //! encryption on or off keeps its older blobs readable. The key id (the
 //! first bytes of the key's SHA-256) lets a broker given the wrong key say
@@ -314,11 +314,13 @@ mod tests {
             kafka(false, false),
         ];
         for content in contents {
-            for (txn, trace) in [(None, None), (Some("t"), Some(uuid::Uuid::max()))] {
+            let every_field = (Some("t"), Some(uuid::Uuid::max()), Some("sub"));
+            for (txn, trace, sub) in [(None, None, None), every_field] {
                 let record = Record {
                     message_id: uuid::Uuid::nil(),
                     transaction_id: txn.map(str::to_owned),
                     trace_id: trace,
+                    producer_sub: sub.map(str::to_owned),
                     content: content.clone(),
                 };
                 let mut blob = Vec::new();

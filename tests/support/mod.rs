@@ -4,6 +4,7 @@
 
 pub(crate) mod kafka;
 pub(crate) mod pki;
+pub(crate) mod python;
 pub(crate) mod router;
 
 use std::io::{BufRead, BufReader};
@@ -116,6 +117,23 @@ impl Broker {
         std::mem::forget(self);
         status
     }
+}
+
+/// `queen user add NAME` on `database_url`, the password given through
+/// the environment; fails the test if the command fails.
+pub(crate) fn add_user(database_url: &str, name: &str, password: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_queen"))
+        .args(["--database-url", database_url, "user", "add", name])
+        .env("QUEEN_USER_PASSWORD", password)
+        .env("QUEEN_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .expect("queen user add");
+    assert!(
+        out.status.success(),
+        "queen user add {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A port free on 127.0.0.1 right now.

@@ -3,6 +3,8 @@
 //! - [`credential`]: SCRAM credentials from passwords (stored) and the
 //!   PLAIN check against them.
 //! - [`scram`], [`plain`]: the mechanisms' messages, parsed and answered.
+//! - [`password`]: a user name and password checked against the user
+//!   store (PLAIN here, HTTP Basic on the other door).
 //! - [`session`]: one connection's SASL state (SaslHandshake v0/v1,
 //!   SaslAuthenticate, raw v0 tokens, KIP-368 re-authentication) and the
 //!   gate that serves nothing else before it succeeds.
@@ -10,6 +12,7 @@
 //! The principal (`User:name`) is kept on the connection for authorization.
 
 pub mod credential;
+pub mod password;
 pub mod plain;
 pub mod scram;
 pub(crate) mod session;

@@ -22,10 +22,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use storage::{ScramCredential, ScramMechanism};
+use storage::ScramMechanism;
 
 use super::scram::{parse_client_first, Exchange};
-use super::{credential, plain, Mechanism, Principal, SaslConfig};
+use super::{password, plain, Mechanism, Principal, SaslConfig};
 use crate::broker::Broker;
 use crate::handlers::{parse, respond};
 use crate::listener::SecurityProtocol;
@@ -395,48 +395,16 @@ impl Session {
     }
 }
 
-/// Whether PLAIN's password matches the user's SCRAM credential (the
-/// SHA-512 one, else the SHA-256 one). An unknown user pays the same
-/// derivation against a decoy, so timing does not tell users apart.
+/// Whether PLAIN's password matches the user's credential in the store.
 async fn plain_password_matches(
     broker: &Broker,
     config: &SaslConfig,
     message: &plain::PlainMessage,
 ) -> Result<bool, Refusal> {
-    let mut found = None;
-    for mechanism in [ScramMechanism::Sha512, ScramMechanism::Sha256] {
-        let credential = broker
-            .engine
-            .scram_credential(&message.user, mechanism)
-            .await
-            .map_err(|e| {
-                tracing::warn!(error = %e, "kafka: cannot read SCRAM credentials");
-                Refusal("authentication is unavailable: the user store failed".into())
-            })?;
-        if let Some(c) = credential {
-            found = Some((mechanism, c));
-            break;
-        }
-    }
-    let known = found.is_some();
-    let (mechanism, credential) = found.unwrap_or_else(|| {
-        let m = ScramMechanism::Sha512;
-        (
-            m,
-            ScramCredential {
-                salt: config.decoy_salt(m, &message.user),
-                iterations: credential::DEFAULT_ITERATIONS,
-                stored_key: vec![0; m.key_len()],
-                server_key: vec![0; m.key_len()],
-            },
-        )
-    });
-    let password = message.password.clone();
-    // PBKDF2 takes milliseconds: off the connection's runtime thread.
-    let matches = tokio::task::spawn_blocking(move || {
-        credential::password_matches(mechanism, &credential, &password)
-    })
-    .await
-    .map_err(|e| Refusal(format!("the password check failed: {e}")))?;
-    Ok(known && matches)
+    password::password_matches(&broker.engine, config, &message.user, &message.password)
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "kafka: cannot check a PLAIN password");
+            Refusal("authentication is unavailable: the user store failed".into())
+        })
 }

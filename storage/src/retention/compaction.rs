@@ -354,6 +354,7 @@ mod tests {
             message_id: Uuid::nil(),
             transaction_id: None,
             trace_id: None,
+            producer_sub: None,
             content: Content::Json("{}".into()),
         }
     }

@@ -13,6 +13,7 @@ pub(crate) fn kafka(value: &str, timestamp_ms: i64) -> Record {
         message_id: storage::new_message_id(),
         transaction_id: None,
         trace_id: None,
+        producer_sub: None,
         content: Content::Kafka(KafkaRecord {
             key: None,
             value: Some(Bytes::copy_from_slice(value.as_bytes())),

@@ -15,6 +15,7 @@ fn records(n: usize) -> Vec<Record> {
             message_id: storage::new_message_id(),
             transaction_id: None,
             trace_id: None,
+            producer_sub: None,
             content: Content::Kafka(KafkaRecord {
                 key: None,
                 value: Some(Bytes::from(i.to_string())),

@@ -19,6 +19,7 @@ pub(crate) fn json_item(queue: &str, partition: &str, txn: Option<&str>, json: &
             message_id: storage::new_message_id(),
             transaction_id: txn.map(str::to_owned),
             trace_id: None,
+            producer_sub: None,
             content: Content::Json(json.to_owned()),
         },
     }
@@ -95,6 +96,7 @@ pub(crate) async fn content_round_trips(db: &Db) {
             message_id: storage::new_message_id(),
             transaction_id: None,
             trace_id: None,
+            producer_sub: None,
             content: Content::Kafka(KafkaRecord {
                 key: Some(Bytes::from_static(&[0xff, 0x00])),
                 value: None,

@@ -293,6 +293,7 @@ pub(crate) fn keyed(key: Option<&str>, value: Option<&str>) -> Record {
         message_id: storage::new_message_id(),
         transaction_id: None,
         trace_id: None,
+        producer_sub: None,
         content: Content::Kafka(KafkaRecord {
             key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
             value: value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
