@@ -18,10 +18,9 @@ use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::{json, Value};
-use support::kafka::create_topic;
+use support::kafka::{create_topic, produce_numbered};
 use support::Broker;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -92,55 +91,12 @@ fn client(broker: &Broker) -> ClientConfig {
     c
 }
 
-async fn post(broker: &Broker, path: &str, body: Value) -> Value {
-    let response = reqwest::Client::new()
-        .post(format!("{}{path}", broker.http))
-        .json(&body)
-        .send()
-        .await
-        .expect("POST");
-    assert!(
-        response.status().is_success(),
-        "{path}: {}",
-        response.status()
-    );
-    response.json().await.expect("JSON answer")
-}
-
-async fn get(broker: &Broker, path: &str) -> Value {
-    let response = reqwest::get(format!("{}{path}", broker.http))
-        .await
-        .expect("GET");
-    assert!(
-        response.status().is_success(),
-        "{path}: {}",
-        response.status()
-    );
-    response.json().await.expect("JSON answer")
-}
-
 /// `orders`: 3 partitions holding 7, 7 and 6 records; group `billing` with
 /// one live member (returned: dropping it leaves the group) that committed
 /// 2, 3 and 0, so 15 records behind.
 async fn kafka_topic_with_a_lagging_group(broker: &Broker) -> BaseConsumer {
     create_topic(&broker.kafka, "orders", 3).await;
-    let producer: FutureProducer = client(broker)
-        .set("linger.ms", "5")
-        .create()
-        .expect("producer");
-    for n in 0..20 {
-        let body = format!("order-{n}");
-        producer
-            .send(
-                FutureRecord::<[u8], [u8]>::to("orders")
-                    .partition(n % 3)
-                    .payload(body.as_bytes()),
-                TIMEOUT,
-            )
-            .await
-            .map_err(|(e, _)| e)
-            .expect("produced");
-    }
+    produce_numbered(&broker.kafka, "orders", "order", 20, 3).await;
     let member: BaseConsumer = client(broker)
         .set("group.id", "billing")
         .set("client.id", "billing-service")
@@ -169,34 +125,32 @@ async fn kafka_topic_with_a_lagging_group(broker: &Broker) -> BaseConsumer {
 /// `emails`: one message that failed twice for group `workers` and went to
 /// the dead-letter queue.
 async fn native_queue_with_a_dead_letter(broker: &Broker) {
-    post(
-        broker,
-        "/api/v1/configure",
-        json!({"queue": "emails", "options": {"retryLimit": 1, "retryDelay": 0}}),
-    )
-    .await;
-    post(
-        broker,
-        "/api/v1/push",
-        json!({"items": [{"queue": "emails", "transactionId": "mail-7",
-            "payload": {"to": "ada@example.com", "subject": "poison-pill-42"}}]}),
-    )
-    .await;
-    for attempt in 1..=2 {
-        let pop = get(
-            broker,
-            "/api/v1/pop/queue/emails?batch=1&consumerGroup=workers",
+    broker
+        .post(
+            "/api/v1/configure",
+            json!({"queue": "emails", "options": {"retryLimit": 1, "retryDelay": 0}}),
         )
         .await;
+    broker
+        .post(
+            "/api/v1/push",
+            json!({"items": [{"queue": "emails", "transactionId": "mail-7",
+            "payload": {"to": "ada@example.com", "subject": "poison-pill-42"}}]}),
+        )
+        .await;
+    for attempt in 1..=2 {
+        let pop = broker
+            .get("/api/v1/pop/queue/emails?batch=1&consumerGroup=workers")
+            .await;
         let m = &pop["messages"][0];
-        let answer = post(
-            broker,
-            "/api/v1/ack",
-            json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+        let answer = broker
+            .post(
+                "/api/v1/ack",
+                json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
                 "leaseId": m["leaseId"], "consumerGroup": "workers",
                 "status": "failed", "error": format!("smtp refused {attempt}")}),
-        )
-        .await;
+            )
+            .await;
         assert_eq!(answer[0]["dlq"], attempt == 2, "{answer}");
     }
 }
@@ -354,7 +308,7 @@ async fn the_browser_shows_topics_partitions_lag_and_dead_letters(broker: &Broke
     // A picture for people, once the throughput chart has the produce.
     let deadline = Instant::now() + TIMEOUT;
     while throughput_total(
-        &get(broker, "/api/v1/throughput").await,
+        &broker.get("/api/v1/throughput").await,
         "kafka",
         "recordsIn",
     ) < 20
@@ -381,7 +335,7 @@ async fn the_browser_shows_topics_partitions_lag_and_dead_letters(broker: &Broke
 }
 
 async fn brokers_alive_list_this_broker(broker: &Broker) {
-    let answer = get(broker, "/api/v1/brokers").await;
+    let answer = broker.get("/api/v1/brokers").await;
     let brokers = answer["brokers"].as_array().expect("brokers");
     assert_eq!(brokers.len(), 1, "{answer}");
     let port: i64 = broker
@@ -396,10 +350,10 @@ async fn brokers_alive_list_this_broker(broker: &Broker) {
     assert!(answer["clusterId"].as_str().is_some_and(|c| !c.is_empty()));
 
     // The Kafka group's membership, as the coordinator holds it.
-    let none = get(broker, "/api/v1/kafka/groups").await;
+    let none = broker.get("/api/v1/kafka/groups").await;
     assert_eq!(none, json!({"groups": [], "total": 0}));
     let member = kafka_topic_with_a_lagging_group(broker).await;
-    let groups = get(broker, "/api/v1/kafka/groups").await;
+    let groups = broker.get("/api/v1/kafka/groups").await;
     assert_eq!(groups["total"], 1, "{groups}");
     let billing = &groups["groups"][0];
     assert_eq!(billing["name"], "billing");
@@ -413,12 +367,12 @@ async fn throughput_counts_what_each_door_moved(broker: &Broker) {
     let items: Vec<Value> = (0..10)
         .map(|n| json!({"queue": "metered", "payload": {"n": n}}))
         .collect();
-    post(broker, "/api/v1/push", json!({"items": items})).await;
+    broker.post("/api/v1/push", json!({"items": items})).await;
     // The pushes land in the next sample: wait for it (one interval, 5 s).
     let deadline = Instant::now() + TIMEOUT;
     let total = throughput_total;
     let answer = loop {
-        let answer = get(broker, "/api/v1/throughput").await;
+        let answer = broker.get("/api/v1/throughput").await;
         if total(&answer, "http", "recordsIn") > 0 {
             break answer;
         }
@@ -443,19 +397,7 @@ async fn throughput_counts_what_each_door_moved(broker: &Broker) {
 }
 
 async fn the_page_and_its_assets_are_embedded(broker: &Broker) {
-    let fetch = |path: &'static str| async move {
-        let response = reqwest::get(format!("{}{path}", broker.http))
-            .await
-            .expect("GET");
-        let status = response.status();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
-        (status, content_type, response.text().await.expect("body"))
-    };
+    let fetch = |path: &'static str| broker.fetch(path);
     let (status, content_type, page) = fetch("/").await;
     assert_eq!(status, 200);
     assert!(content_type.starts_with("text/html"), "{content_type}");
