@@ -2,12 +2,14 @@
 //! front doors onto one storage engine.
 //!
 //! - [`config`]: flags and environment.
+//! - [`dashboard`]: the web page at `/` and the read-only routes it adds.
 //! - [`http`]: the native HTTP API (one file per resource).
 //! - [`metrics`]: `GET /metrics` (Prometheus), HTTP request metrics and the
 //!   families read at scrape time.
 //! - [`run`]: opens the engine, binds both listeners, serves until shutdown.
 
 pub mod config;
+pub mod dashboard;
 pub mod http;
 pub mod http_security;
 pub mod kafka_listeners;
@@ -106,8 +108,18 @@ pub async fn run(
     let broker = Arc::new(broker);
     let metrics =
         metrics::Metrics::new(engine.clone(), broker.clone(), config.metrics_per_partition);
+    let history = Arc::new(dashboard::History::default());
+    let sampler = tokio::spawn({
+        let (history, stop) = (history.clone(), stop.clone());
+        async move { history.sample_until(stop).await }
+    });
     let app = http::auth::protect(
-        http::router(state).merge(metrics::router(metrics)),
+        http::router(state)
+            .merge(metrics::router(metrics))
+            .merge(dashboard::router(dashboard::DashboardState {
+                broker: broker.clone(),
+                history,
+            })),
         http_auth,
     );
     let http_task = tokio::spawn(http::serve(
@@ -173,6 +185,7 @@ pub async fn run(
     dedup.await?;
     retention.await?;
     compaction.await?;
+    sampler.await?;
     engine.close().await;
     Ok(())
 }

@@ -12,10 +12,9 @@ use std::time::{Duration, Instant};
 use exposition::Scrape;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::{json, Value};
-use support::kafka::create_topic;
+use support::kafka::{create_topic, produce_numbered};
 use support::{Broker, TestDb};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -24,36 +23,13 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const FLAGS: &[&str] = &["--group-initial-rebalance-delay-ms", "100"];
 
 async fn scrape(broker: &Broker) -> Scrape {
-    let response = reqwest::get(format!("{}/metrics", broker.http))
-        .await
-        .expect("GET /metrics");
-    assert!(response.status().is_success());
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let (status, content_type, body) = broker.fetch("/metrics").await;
+    assert!(status.is_success());
     assert!(
         content_type.starts_with("text/plain; version=0.0.4"),
         "{content_type}"
     );
-    Scrape::parse(&response.text().await.expect("body"))
-}
-
-async fn post(broker: &Broker, path: &str, body: Value) -> Value {
-    let response = reqwest::Client::new()
-        .post(format!("{}{path}", broker.http))
-        .json(&body)
-        .send()
-        .await
-        .expect("POST");
-    assert!(
-        response.status().is_success(),
-        "{path}: {}",
-        response.status()
-    );
-    response.json().await.expect("JSON answer")
+    Scrape::parse(&body)
 }
 
 /// Pops up to `batch` messages of `queue` for `group` and acks them; the
@@ -81,12 +57,12 @@ async fn pop_and_ack(broker: &Broker, queue: &str, group: &str, batch: usize) ->
             })
         })
         .collect();
-    let answers = post(
-        broker,
-        "/api/v1/ack/batch",
-        json!({"consumerGroup": group, "acknowledgments": acks}),
-    )
-    .await;
+    let answers = broker
+        .post(
+            "/api/v1/ack/batch",
+            json!({"consumerGroup": group, "acknowledgments": acks}),
+        )
+        .await;
     let answers = answers.as_array().expect("one answer per ack");
     assert!(
         answers.len() == messages.len() && answers.iter().all(|a| a["success"] == true),
@@ -136,29 +112,14 @@ async fn families_move_with_kafka_and_http_traffic(broker: &Broker) {
 
     // Kafka: 20 records produced, a group that committed 5 of them.
     create_topic(&broker.kafka, "orders", 1).await;
-    let producer: FutureProducer = client(broker)
-        .set("linger.ms", "5")
-        .set("acks", "all")
-        .create()
-        .expect("producer");
-    for n in 0..20 {
-        let body = format!("order-{n}");
-        producer
-            .send(
-                FutureRecord::<[u8], [u8]>::to("orders").payload(body.as_bytes()),
-                TIMEOUT,
-            )
-            .await
-            .map_err(|(e, _)| e)
-            .expect("produced");
-    }
+    produce_numbered(&broker.kafka, "orders", "order", 20, 1).await;
     commit_from_outside(broker, "billing", "orders", 5);
 
     // HTTP: 10 messages pushed, a group that consumed 4 of them.
     let items: Vec<Value> = (0..10)
         .map(|n| json!({"queue": "emails", "payload": {"n": n}}))
         .collect();
-    post(broker, "/api/v1/push", json!({"items": items})).await;
+    broker.post("/api/v1/push", json!({"items": items})).await;
     assert_eq!(pop_and_ack(broker, "emails", "mailer", 4).await, 4);
 
     let behind = scrape(broker).await;
@@ -401,7 +362,7 @@ async fn partitions_are_labelled_on_request(db: &TestDb) {
             json!({"queue": "tasks", "partition": partition, "payload": n})
         })
         .collect();
-    post(&broker, "/api/v1/push", json!({"items": items})).await;
+    broker.post("/api/v1/push", json!({"items": items})).await;
     assert_eq!(pop_and_ack(&broker, "tasks", "workers", 1).await, 1);
     let s = scrape(&broker).await;
     for p in ["a", "b"] {

@@ -9,6 +9,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
+use rdkafka::producer::{FutureProducer, FutureRecord};
 
 /// Creates `name` with `partitions` partitions through `bootstrap`.
 pub(crate) async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
@@ -26,6 +27,38 @@ pub(crate) async fn create_topic(bootstrap: &str, name: &str, partitions: i32) {
         .expect("create topics")
     {
         r.expect("topic created");
+    }
+}
+
+/// Produces `count` records `"{prefix}-{n}"` to `topic` through
+/// `bootstrap` (record n to partition n % `partitions`), each acknowledged
+/// by every replica before this returns.
+pub(crate) async fn produce_numbered(
+    bootstrap: &str,
+    topic: &str,
+    prefix: &str,
+    count: i32,
+    partitions: i32,
+) {
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4")
+        .set("linger.ms", "5")
+        .set("acks", "all")
+        .create()
+        .expect("producer");
+    for n in 0..count {
+        let body = format!("{prefix}-{n}");
+        producer
+            .send(
+                FutureRecord::<[u8], [u8]>::to(topic)
+                    .partition(n % partitions)
+                    .payload(body.as_bytes()),
+                std::time::Duration::from_secs(30),
+            )
+            .await
+            .map_err(|(e, _)| e)
+            .expect("produced");
     }
 }
 

@@ -106,6 +106,41 @@ impl Broker {
             .to_owned()
     }
 
+    /// POSTs `body` as JSON to `path` and returns the JSON answer, which
+    /// must be a success.
+    pub(crate) async fn post(&self, path: &str, body: serde_json::Value) -> serde_json::Value {
+        let response = reqwest::Client::new()
+            .post(format!("{}{path}", self.http))
+            .json(&body)
+            .send()
+            .await
+            .expect("POST");
+        json_success(path, response).await
+    }
+
+    /// GETs `path` and returns the JSON answer, which must be a success.
+    pub(crate) async fn get(&self, path: &str) -> serde_json::Value {
+        let response = reqwest::get(format!("{}{path}", self.http))
+            .await
+            .expect("GET");
+        json_success(path, response).await
+    }
+
+    /// GETs `path`: the status, the content type and the body as text.
+    pub(crate) async fn fetch(&self, path: &str) -> (reqwest::StatusCode, String, String) {
+        let response = reqwest::get(format!("{}{path}", self.http))
+            .await
+            .expect("GET");
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        (status, content_type, response.text().await.expect("body"))
+    }
+
     /// Sends SIGTERM and waits for the exit status.
     pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
@@ -134,6 +169,16 @@ pub(crate) fn add_user(database_url: &str, name: &str, password: &str) {
         "queen user add {name}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The JSON body of an answer to `path`, which must be a success.
+async fn json_success(path: &str, response: reqwest::Response) -> serde_json::Value {
+    assert!(
+        response.status().is_success(),
+        "{path}: {}",
+        response.status()
+    );
+    response.json().await.expect("JSON answer")
 }
 
 /// A port free on 127.0.0.1 right now.
