@@ -155,45 +155,21 @@ fn pg_dump(url: &str) -> Vec<u8> {
     out.stdout
 }
 
-async fn get(broker: &Broker, path: &str) -> (StatusCode, Value) {
-    let response = reqwest::get(format!("{}{path}", broker.http))
-        .await
-        .expect("GET");
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-async fn post(broker: &Broker, path: &str, body: Value) -> (StatusCode, Value) {
-    let response = reqwest::Client::new()
-        .post(format!("{}{path}", broker.http))
-        .json(&body)
-        .send()
-        .await
-        .expect("POST");
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 async fn configure(broker: &Broker, queue: &str, encrypted: bool) {
     let body = json!({"queue": queue, "options": {"encryptionEnabled": encrypted}});
-    let (status, answer) = post(broker, "/api/v1/configure", body).await;
-    assert!(status.is_success(), "configure {queue}: {status} {answer}");
+    broker.post("/api/v1/configure", body).await;
 }
 
 async fn push(broker: &Broker, queue: &str, txn: &str, data: &str) -> StatusCode {
     let item =
         json!({"queue": queue, "partition": "p", "transactionId": txn, "payload": {"data": data}});
-    post(broker, "/api/v1/push", json!({"items": [item]}))
-        .await
-        .0
+    let body = json!({"items": [item]});
+    broker.post_answer("/api/v1/push", body).await.0
 }
 
 async fn pop(broker: &Broker, queue: &str) -> (StatusCode, Value) {
-    get(
-        broker,
-        &format!("/api/v1/pop/queue/{queue}?batch=10&wait=false&autoAck=true"),
-    )
-    .await
+    let path = format!("/api/v1/pop/queue/{queue}?batch=10&wait=false&autoAck=true");
+    broker.get_answer(&path).await
 }
 
 fn kafka_config(broker: &Broker) -> ClientConfig {

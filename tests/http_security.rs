@@ -175,17 +175,25 @@ impl Https {
     }
 }
 
+/// The flags that make the broker serve HTTPS with the test CA's server
+/// certificate.
+fn https_flags(pki: &Pki) -> [String; 4] {
+    [
+        "--http-tls-cert".to_owned(),
+        pki.path("server.pem"),
+        "--http-tls-key".to_owned(),
+        pki.path("server.key"),
+    ]
+}
+
 async fn https_tokens_and_basic(url: &str) {
     let pki = Pki::new();
     let keys = Keys::new();
     support::add_user(url, ALICE.0, ALICE.1);
     let mut flags = keys.flags();
+    flags.extend(https_flags(&pki));
     flags.extend(
         [
-            "--http-tls-cert",
-            &pki.path("server.pem"),
-            "--http-tls-key",
-            &pki.path("server.key"),
             "--require-auth",
             "--kafka-listeners",
             "SASL_PLAINTEXT://127.0.0.1:0",
@@ -456,17 +464,8 @@ async fn mutual_tls_refuses_a_client_without_a_certificate() {
     let pki = Pki::new();
     let keys = Keys::new();
     let mut flags = keys.flags();
-    flags.extend(
-        [
-            "--http-tls-cert",
-            &pki.path("server.pem"),
-            "--http-tls-key",
-            &pki.path("server.key"),
-            "--http-tls-client-ca",
-            &pki.path("ca.pem"),
-        ]
-        .map(str::to_owned),
-    );
+    flags.extend(https_flags(&pki));
+    flags.extend(["--http-tls-client-ca".to_owned(), pki.path("ca.pem")]);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let broker = Broker::start(&db.url, &flags);
     let without = Https::new(&pki, &broker);

@@ -109,21 +109,37 @@ impl Broker {
     /// POSTs `body` as JSON to `path` and returns the JSON answer, which
     /// must be a success.
     pub(crate) async fn post(&self, path: &str, body: serde_json::Value) -> serde_json::Value {
+        success(path, self.post_answer(path, body).await)
+    }
+
+    /// GETs `path` and returns the JSON answer, which must be a success.
+    pub(crate) async fn get(&self, path: &str) -> serde_json::Value {
+        success(path, self.get_answer(path).await)
+    }
+
+    /// POSTs `body` as JSON to `path`: the status and the JSON answer
+    /// (`null` when there is none), whatever the status.
+    pub(crate) async fn post_answer(
+        &self,
+        path: &str,
+        body: serde_json::Value,
+    ) -> (reqwest::StatusCode, serde_json::Value) {
         let response = reqwest::Client::new()
             .post(format!("{}{path}", self.http))
             .json(&body)
             .send()
             .await
             .expect("POST");
-        json_success(path, response).await
+        answer(response).await
     }
 
-    /// GETs `path` and returns the JSON answer, which must be a success.
-    pub(crate) async fn get(&self, path: &str) -> serde_json::Value {
+    /// GETs `path`: the status and the JSON answer (`null` when there is
+    /// none), whatever the status.
+    pub(crate) async fn get_answer(&self, path: &str) -> (reqwest::StatusCode, serde_json::Value) {
         let response = reqwest::get(format!("{}{path}", self.http))
             .await
             .expect("GET");
-        json_success(path, response).await
+        answer(response).await
     }
 
     /// GETs `path`: the status, the content type and the body as text.
@@ -171,14 +187,22 @@ pub(crate) fn add_user(database_url: &str, name: &str, password: &str) {
     );
 }
 
-/// The JSON body of an answer to `path`, which must be a success.
-async fn json_success(path: &str, response: reqwest::Response) -> serde_json::Value {
-    assert!(
-        response.status().is_success(),
-        "{path}: {}",
-        response.status()
-    );
-    response.json().await.expect("JSON answer")
+/// The status of an answer and its JSON body (`null` when there is none).
+async fn answer(response: reqwest::Response) -> (reqwest::StatusCode, serde_json::Value) {
+    let status = response.status();
+    (
+        status,
+        response.json().await.unwrap_or(serde_json::Value::Null),
+    )
+}
+
+/// The JSON body of the answer to `path`, which must be a success.
+fn success(
+    path: &str,
+    (status, body): (reqwest::StatusCode, serde_json::Value),
+) -> serde_json::Value {
+    assert!(status.is_success(), "{path}: {status} {body}");
+    body
 }
 
 /// A port free on 127.0.0.1 right now.
