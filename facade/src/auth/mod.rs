@@ -16,8 +16,9 @@ pub mod password;
 pub mod plain;
 pub mod scram;
 pub(crate) mod session;
+mod verified;
 
-use storage::ScramMechanism;
+use storage::{ScramCredential, ScramMechanism};
 
 /// Who a connection authenticated as, written as Kafka writes principals.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -87,8 +88,11 @@ pub struct SaslConfig {
     /// and a client is never asked to re-authenticate.
     pub session_lifetime_ms: i64,
     /// A secret of this broker's: the salt shown to an unknown user is
-    /// derived from it, so it is stable and looks like a real one.
+    /// derived from it, so it is stable and looks like a real one. It also
+    /// keys the tags of [`verified::VerifiedPasswords`].
     decoy_key: [u8; 32],
+    /// Passwords found correct, shared by every clone.
+    verified: std::sync::Arc<verified::VerifiedPasswords>,
 }
 
 impl std::fmt::Debug for SaslConfig {
@@ -113,7 +117,26 @@ impl SaslConfig {
             mechanisms,
             session_lifetime_ms: session_lifetime_ms.max(0),
             decoy_key,
+            verified: Default::default(),
         }
+    }
+
+    /// The tag under which `password`, checked against `credential`, is
+    /// remembered as correct.
+    pub(crate) fn verified_tag(
+        &self,
+        mechanism: ScramMechanism,
+        user: &str,
+        password: &str,
+        credential: &ScramCredential,
+    ) -> Vec<u8> {
+        let key = [b"verified\0".as_slice(), &self.decoy_key].concat();
+        verified::VerifiedPasswords::tag(&key, mechanism, user, password, credential)
+    }
+
+    /// The passwords found correct.
+    pub(crate) fn verified(&self) -> &verified::VerifiedPasswords {
+        &self.verified
     }
 
     /// The salt shown to `user` when it does not exist.
