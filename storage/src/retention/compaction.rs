@@ -44,6 +44,7 @@ use crate::options::QueueOptions;
 use crate::record::{encode_segment, Content, Record};
 use crate::sealing::{is_sealed, seal_with, Sealer};
 use crate::sql;
+use crate::sql::catalog::Lifecycle;
 use crate::topic_configs;
 use crate::vacuum::Table;
 use crate::Engine;
@@ -98,6 +99,11 @@ impl CompactionPolicy {
     }
 }
 
+/// Whether a queue with `options` is compacted.
+pub(crate) fn compacted(options: &QueueOptions) -> bool {
+    CompactionPolicy::of(options).is_some()
+}
+
 impl Engine {
     /// One step of compaction: cleans every partition of a compacted topic
     /// whose dirty part has grown enough. Returns whether it cleaned any
@@ -107,7 +113,8 @@ impl Engine {
     pub async fn enforce_compaction(&self) -> Result<bool> {
         let now = self.inner.clock.now_ms();
         let mut due = Vec::new();
-        for queue in self.queues().await? {
+        let queues = sql::catalog::queues_for(&self.inner.store, Lifecycle::Compacted).await?;
+        for queue in queues {
             if let Some(policy) = CompactionPolicy::of(&queue.options) {
                 due.extend(queue.partitions.into_iter().map(|p| (policy, p)));
             }

@@ -33,6 +33,7 @@
 //! answers the zero message id with the original's offset.
 
 mod compaction;
+pub(crate) use compaction::compacted;
 mod policy;
 
 pub(crate) use policy::{PartitionView, RetentionPolicy, SegmentHead};
@@ -45,6 +46,7 @@ use crate::log::LogBounds;
 use crate::model::{PartitionId, PartitionInfo};
 use crate::options::QueueOptions;
 use crate::sql;
+use crate::sql::catalog::Lifecycle;
 use crate::vacuum::Table;
 use crate::Engine;
 
@@ -81,7 +83,7 @@ impl Engine {
             return Ok(false);
         }
         let mut more = false;
-        for queue in self.queues().await? {
+        for queue in sql::catalog::queues_for(store, Lifecycle::Retained).await? {
             let Some(policy) = RetentionPolicy::of(&queue.options) else {
                 continue;
             };

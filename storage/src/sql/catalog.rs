@@ -45,6 +45,33 @@ impl From<PartitionRow> for PartitionInfo {
     }
 }
 
+/// The background work a queue may need, as a flag of its row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lifecycle {
+    /// Retention: age, size, consumption by every group, eviction.
+    Retained,
+    /// Compaction (`cleanup.policy=compact`).
+    Compacted,
+}
+
+impl Lifecycle {
+    /// Whether it applies to a queue with `options`.
+    fn applies(self, options: &QueueOptions) -> bool {
+        match self {
+            Self::Retained => crate::retention::RetentionPolicy::of(options).is_some(),
+            Self::Compacted => crate::retention::compacted(options),
+        }
+    }
+
+    /// The column that records it.
+    fn column(self) -> &'static str {
+        match self {
+            Self::Retained => "retained",
+            Self::Compacted => "compacted",
+        }
+    }
+}
+
 /// A `queues` row.
 #[derive(Debug, sqlx::FromRow)]
 struct QueueRow {
@@ -94,13 +121,15 @@ async fn insert_queue(
             "DO UPDATE SET options = excluded.options, \
              dedup_window_seconds = excluded.dedup_window_seconds, \
              sidecar_seconds = excluded.sidecar_seconds, \
-             encryption_enabled = excluded.encryption_enabled"
+             encryption_enabled = excluded.encryption_enabled, \
+             retained = excluded.retained, compacted = excluded.compacted"
         }
         OnConflict::Keep => "DO NOTHING",
     };
     let sql = format!(
         "INSERT INTO queues (name, options, dedup_window_seconds, sidecar_seconds, created_at, \
-         topic_id, encryption_enabled) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+         topic_id, encryption_enabled, retained, compacted) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
          ON CONFLICT (name) {conflict} RETURNING id"
     );
     Ok(on_db!(conn, c => sqlx::query_scalar(&sql)
@@ -111,6 +140,8 @@ async fn insert_queue(
         .bind(now_ms)
         .bind(uuid::Uuid::new_v4().to_string())
         .bind(options.encryption_enabled)
+        .bind(Lifecycle::Retained.applies(options))
+        .bind(Lifecycle::Compacted.applies(options))
         .fetch_optional(&mut **c)
         .await?))
 }
@@ -171,12 +202,14 @@ pub(crate) async fn set_options(
     let json = serde_json::to_string(options).map_err(|e| StorageError::Corrupt(e.to_string()))?;
     on_db!(conn, c => sqlx::query(
         "UPDATE queues SET options = $1, dedup_window_seconds = $2, sidecar_seconds = $3, \
-         encryption_enabled = $4 WHERE id = $5",
+         encryption_enabled = $4, retained = $5, compacted = $6 WHERE id = $7",
     )
     .bind(&json)
     .bind(options.dedup_window_seconds)
     .bind(crate::retention::sidecar_seconds(options))
     .bind(options.encryption_enabled)
+    .bind(Lifecycle::Retained.applies(options))
+    .bind(Lifecycle::Compacted.applies(options))
     .bind(queue_id)
     .execute(&mut **c)
     .await
@@ -281,13 +314,29 @@ pub(crate) async fn queue(store: &Store, name: &str) -> Result<Option<QueueInfo>
 
 /// Every queue with its partitions, by name.
 pub(crate) async fn queues(store: &Store) -> Result<Vec<QueueInfo>> {
+    queues_where(store, "TRUE").await
+}
+
+/// The queues with their partitions, by name, that `lifecycle` may apply
+/// to (a superset: the caller decides from their options).
+pub(crate) async fn queues_for(store: &Store, lifecycle: Lifecycle) -> Result<Vec<QueueInfo>> {
+    queues_where(store, lifecycle.column()).await
+}
+
+/// The queues for which the SQL condition `condition` holds, with their
+/// partitions, by name.
+async fn queues_where(store: &Store, condition: &str) -> Result<Vec<QueueInfo>> {
+    let queues = format!(
+        "SELECT id, name, options, created_at, topic_id FROM queues WHERE {condition} \
+         ORDER BY name"
+    );
+    let partitions = format!(
+        "{PARTITION_COLUMNS} WHERE p.queue_id IN (SELECT id FROM queues WHERE {condition}) \
+         ORDER BY p.queue_id, p.kafka_index"
+    );
     let (rows, partitions): (Vec<QueueRow>, Vec<PartitionRow>) = on_db!(store.reader(), pool => (
-        sqlx::query_as("SELECT id, name, options, created_at, topic_id FROM queues ORDER BY name")
-            .fetch_all(pool)
-            .await?,
-        sqlx::query_as(&format!("{PARTITION_COLUMNS} ORDER BY queue_id, kafka_index"))
-            .fetch_all(pool)
-            .await?,
+        sqlx::query_as(&queues).fetch_all(pool).await?,
+        sqlx::query_as(&partitions).fetch_all(pool).await?,
     ));
     let mut by_queue: HashMap<i64, Vec<PartitionRow>> = HashMap::new();
     for p in partitions {

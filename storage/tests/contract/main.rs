@@ -63,6 +63,7 @@ contract!(
     retention::compaction_keeps_the_latest_record_per_key,
     retention::compaction_waits_for_the_lag,
     retention::compaction_honours_the_dirty_ratio,
+    retention::rules_given_later_are_followed,
     dedup::duplicates_are_found_at_every_window_population,
     dedup::runs_past_the_window_expire_and_their_ids_are_new,
     dedup::a_sealed_id_is_found_by_message_lookup,

@@ -495,3 +495,67 @@ pub(crate) async fn a_group_below_the_log_start_continues_from_it(db: &Db) {
     );
     assert_eq!(partition(&engine, "q", "p").await.log_start, 15);
 }
+
+/// Retention and compaction read only the queues their options give them
+/// (a flag of the queue row): one that gains the rules later, through an
+/// options change, is found, and one that loses them is left alone.
+pub(crate) async fn rules_given_later_are_followed(db: &Db) {
+    let engine = db.engine().await;
+    configure(&engine, "q", QueueOptions::default()).await;
+    push_n(&engine, "q", "p", 0, 10).await;
+    let id = compacted_topic(&engine, "c", &[]).await;
+    for i in 0..3 {
+        let records = vec![keyed(Some("k"), Some(&format!("v{i}")))];
+        engine
+            .append_records("c", id, records)
+            .await
+            .expect("append");
+    }
+    db.clock.advance_ms(120_000);
+    retain(&engine).await;
+    compact(&engine).await;
+    assert_eq!(partition(&engine, "q", "p").await.log_start, 0);
+    assert_eq!(values(&engine, id, 0).await.len(), 3, "not compacted yet");
+
+    let change = |f: fn(&mut QueueOptions)| {
+        move |o: &QueueOptions| {
+            let mut o = o.clone();
+            f(&mut o);
+            Ok::<_, std::convert::Infallible>(o)
+        }
+    };
+    engine
+        .update_options(
+            "q",
+            change(|o| {
+                o.retention_enabled = true;
+                o.retention_seconds = 60;
+            }),
+        )
+        .await
+        .expect("retention on");
+    engine
+        .update_options(
+            "c",
+            change(|o| {
+                o.topic_configs
+                    .insert("cleanup.policy".into(), "compact".into());
+            }),
+        )
+        .await
+        .expect("compaction on");
+    retain(&engine).await;
+    compact(&engine).await;
+    assert_eq!(partition(&engine, "q", "p").await.log_start, 10);
+    assert_eq!(values(&engine, id, 0).await, [(2, Some("v2".to_owned()))]);
+
+    // Rules taken away: nothing more is deleted.
+    engine
+        .update_options("q", change(|o| o.retention_enabled = false))
+        .await
+        .expect("retention off");
+    push_n(&engine, "q", "p", 10, 5).await;
+    db.clock.advance_ms(120_000);
+    retain(&engine).await;
+    assert_eq!(partition(&engine, "q", "p").await.log_start, 10);
+}
