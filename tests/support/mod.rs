@@ -5,6 +5,7 @@
 pub(crate) mod kafka;
 pub(crate) mod pki;
 pub(crate) mod router;
+pub(crate) mod security;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
