@@ -216,6 +216,23 @@ fn join_group(address: &str, who: (&str, &str), group: &str) -> i16 {
     answer.error_code
 }
 
+/// A consumer of `config` assigned partition 0 of `topic` from the start.
+/// librdkafka wants a group id even to assign; no group is joined, and
+/// nothing is committed (closing would wait for a refused commit).
+fn assigned(config: &ClientConfig, topic: &str) -> BaseConsumer {
+    let consumer: BaseConsumer = config
+        .clone()
+        .set("group.id", "fetch-only")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .expect("partition");
+    consumer.assign(&tpl).expect("assign");
+    consumer
+}
+
 fn admin_client(config: &ClientConfig) -> AdminClient<DefaultClientContext> {
     config.create().expect("admin client")
 }
@@ -241,31 +258,7 @@ fn is_authorization_error(text: &str) -> bool {
     text.contains("uthorization")
 }
 
-/// Instantiates each scenario `name(&url)` once per backend.
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::support::TestDb::sqlite();
-                    crate::$name(&db.url).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::support::TestDb::postgres().await;
-                    crate::$name(&db.url).await;
-                }
-            )*
-        }
-    };
-}
-
-on_both!(
+support::url_scenarios!(
     the_acl_matrix_with_librdkafka,
     kafka_python_creates_describes_and_deletes_acls
 );
@@ -317,18 +310,7 @@ async fn the_acl_matrix_with_librdkafka(url: &str) {
 
     tokio::task::block_in_place(|| {
         // Fetch: READ on the topic. bob reads nothing and is told why.
-        // librdkafka wants a group id even to assign; no group is joined,
-        // and nothing committed (closing would wait for a refused commit).
-        let consumer: BaseConsumer = bob
-            .clone()
-            .set("group.id", "fetch-only")
-            .set("enable.auto.commit", "false")
-            .create()
-            .expect("consumer");
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset("orders-1", 0, Offset::Beginning)
-            .expect("partition");
-        consumer.assign(&tpl).expect("assign");
+        let consumer = assigned(&bob, "orders-1");
         // librdkafka reports no error for an assigned partition it may not
         // describe; it just reads nothing. The broker's answer says why.
         let (values, _) = poll(&consumer, Duration::from_secs(3));
@@ -341,16 +323,7 @@ async fn the_acl_matrix_with_librdkafka(url: &str) {
         );
 
         // The deny on orders-secret wins over alice's prefixed READ.
-        let consumer: BaseConsumer = alice
-            .clone()
-            .set("group.id", "fetch-only")
-            .set("enable.auto.commit", "false")
-            .create()
-            .expect("consumer");
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset("orders-secret", 0, Offset::Beginning)
-            .expect("partition");
-        consumer.assign(&tpl).expect("assign");
+        let consumer = assigned(&alice, "orders-secret");
         let (values, errors) = poll(&consumer, Duration::from_secs(3));
         assert!(
             values.is_empty(),
@@ -360,6 +333,7 @@ async fn the_acl_matrix_with_librdkafka(url: &str) {
             errors.iter().any(|e| is_authorization_error(e)),
             "{errors:?}"
         );
+        assert_eq!(fetch(&address, ALICE, "orders-secret"), (29, 0));
 
         // Group join and commit: READ on the group (and the topic).
         let member: BaseConsumer = alice

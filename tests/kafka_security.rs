@@ -43,31 +43,7 @@ fn topics(config: &ClientConfig) -> Vec<String> {
         .collect()
 }
 
-/// Instantiates each scenario `name(&url)` once per backend.
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::support::TestDb::sqlite();
-                    crate::$name(&db.url).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = crate::support::TestDb::postgres().await;
-                    crate::$name(&db.url).await;
-                }
-            )*
-        }
-    };
-}
-
-on_both!(
+support::url_scenarios!(
     librdkafka_scram_sha512_over_sasl_ssl_and_plain_over_sasl_plaintext,
     refused_clients_read_and_write_nothing,
     raw_exchanges_v0_tokens_and_reauthentication,
