@@ -37,6 +37,20 @@ impl AclRow {
     }
 }
 
+/// Binds a binding's seven columns, in table order, as $1 to $7.
+macro_rules! bind_columns {
+    ($query:expr, $b:expr) => {
+        $query
+            .bind(i16::from($b.resource_type.code()))
+            .bind(&$b.resource_name)
+            .bind(i16::from($b.pattern.code()))
+            .bind(&$b.principal)
+            .bind(&$b.host)
+            .bind(i16::from($b.operation.code()))
+            .bind(i16::from($b.permission.code()))
+    };
+}
+
 const SELECT_ALL: &str = "SELECT resource_type, resource_name, pattern_type, principal, host, \
      operation, permission FROM acls \
      ORDER BY resource_type, resource_name, pattern_type, principal, host, operation, permission";
@@ -59,18 +73,12 @@ pub(crate) async fn create(store: &Store, bindings: &[AclBinding]) -> Result<(),
     let mut tx = store.begin_write().await?;
     for b in bindings {
         on_db!(tx.conn(), conn => {
-            sqlx::query(
+            let insert = sqlx::query(
                 "INSERT INTO acls (resource_type, resource_name, pattern_type, principal, \
                  host, operation, permission) VALUES ($1, $2, $3, $4, $5, $6, $7) \
                  ON CONFLICT DO NOTHING",
-            )
-            .bind(i16::from(b.resource_type.code()))
-            .bind(&b.resource_name)
-            .bind(i16::from(b.pattern.code()))
-            .bind(&b.principal)
-            .bind(&b.host)
-            .bind(i16::from(b.operation.code()))
-            .bind(i16::from(b.permission.code()))
+            );
+            bind_columns!(insert, b)
             .execute(conn)
             .await?;
         });
@@ -110,18 +118,12 @@ pub(crate) async fn delete(
     gone.dedup();
     for b in &gone {
         on_db!(tx.conn(), conn => {
-            sqlx::query(
+            let delete = sqlx::query(
                 "DELETE FROM acls WHERE resource_type = $1 AND resource_name = $2 \
                  AND pattern_type = $3 AND principal = $4 AND host = $5 \
                  AND operation = $6 AND permission = $7",
-            )
-            .bind(i16::from(b.resource_type.code()))
-            .bind(&b.resource_name)
-            .bind(i16::from(b.pattern.code()))
-            .bind(&b.principal)
-            .bind(&b.host)
-            .bind(i16::from(b.operation.code()))
-            .bind(i16::from(b.permission.code()))
+            );
+            bind_columns!(delete, b)
             .execute(conn)
             .await?;
         });
