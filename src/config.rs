@@ -242,6 +242,22 @@ pub struct Config {
     #[arg(long, env = "QUEEN_HTTP_JWT_LEEWAY_SECS", default_value_t = 30)]
     pub http_jwt_leeway_secs: u64,
 
+    /// How requests are authorized: `none` (everything is allowed, the
+    /// default) or `acl` (Kafka ACLs, kept in the database: what no ACL
+    /// allows is denied).
+    #[arg(
+        long,
+        env = "QUEEN_AUTHORIZER",
+        default_value = "none",
+        value_parser = ["none", "acl"]
+    )]
+    pub authorizer: String,
+
+    /// Principals allowed everything when ACLs are on, separated by `;` as
+    /// Kafka's `super.users` (`User:admin;User:ops`).
+    #[arg(long, env = "QUEEN_SUPER_USERS", value_delimiter = ';')]
+    pub super_users: Vec<String>,
+
     /// What to do instead of running the broker.
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -1,7 +1,8 @@
 //! The Kafka listeners from the flags: parsed (`NAME://host:port`, as
 //! Kafka's `listeners` and `advertised.listeners`), checked against the
 //! safety rules (a warning, or a refusal under `--require-auth`, for what
-//! does not authenticate), bound, and given TLS where they need it.
+//! does not authenticate), bound, and given TLS where they need it; and
+//! who is authorized (`--authorizer`, `--super-users`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -194,6 +195,29 @@ pub fn sasl(config: &Config) -> anyhow::Result<facade::SaslConfig> {
         mechanisms,
         config.kafka_sasl_session_lifetime_ms.max(0),
     ))
+}
+
+/// The authorization settings of the flags (`--authorizer`,
+/// `--super-users`), checked: a super user must be a `Type:name` principal.
+pub fn authorization(config: &Config) -> anyhow::Result<storage::AuthorizerConfig> {
+    let mut super_users = Vec::new();
+    for principal in config.super_users.iter().map(|p| p.trim()) {
+        if principal.is_empty() {
+            continue;
+        }
+        if !principal
+            .split_once(':')
+            .is_some_and(|(k, n)| !k.is_empty() && !n.is_empty())
+        {
+            bail!("--super-users: {principal:?} is not a principal such as User:admin");
+        }
+        super_users.push(principal.to_owned());
+    }
+    Ok(storage::AuthorizerConfig {
+        enabled: config.authorizer == "acl",
+        super_users,
+        ..storage::AuthorizerConfig::default()
+    })
 }
 
 #[cfg(test)]

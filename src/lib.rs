@@ -71,6 +71,7 @@ pub async fn run(
             max_session_ms: config.group_max_session_timeout_ms,
             initial_delay_ms: config.group_initial_rebalance_delay_ms,
         },
+        authorization: kafka_listeners::authorization(&config)?,
     };
     let broker = facade::Broker::register(engine.clone(), facade_config)
         .await

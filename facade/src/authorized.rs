@@ -2,68 +2,68 @@
 //! group or the cluster, as a bit field of ACL operation codes, answered in
 //! Metadata, DescribeCluster and DescribeGroups when the request asks.
 //!
-//! There is no authorizer yet, so every operation a resource type supports
-//! is allowed, which is what Kafka answers without an authorizer. A request
-//! that does not ask gets `i32::MIN` ("not asked"), as from Kafka.
+//! Without an authorizer (or for a super user) every operation a resource
+//! type supports is allowed, which is what Kafka answers then; with ACLs,
+//! the operations they allow the principal. A request that does not ask
+//! gets `i32::MIN` ("not asked"), as from Kafka.
+
+use storage::{Access, AclOperation, ResourceType, CLUSTER_NAME};
+
+use AclOperation::*;
 
 /// The answer to a request that did not ask.
 const NOT_ASKED: i32 = i32::MIN;
 
-// ACL operation codes (Kafka's `AclOperation`).
-const READ: u8 = 3;
-const WRITE: u8 = 4;
-const CREATE: u8 = 5;
-const DELETE: u8 = 6;
-const ALTER: u8 = 7;
-const DESCRIBE: u8 = 8;
-const CLUSTER_ACTION: u8 = 9;
-const DESCRIBE_CONFIGS: u8 = 10;
-const ALTER_CONFIGS: u8 = 11;
-const IDEMPOTENT_WRITE: u8 = 12;
+/// The operations a topic has (Kafka's order does not matter: bits).
+const TOPIC: &[AclOperation] = &[
+    Read,
+    Write,
+    Create,
+    Delete,
+    Alter,
+    Describe,
+    DescribeConfigs,
+    AlterConfigs,
+];
+/// The operations a group has.
+const GROUP: &[AclOperation] = &[Read, Describe, Delete];
+/// The operations the cluster has.
+const CLUSTER: &[AclOperation] = &[
+    Create,
+    Alter,
+    Describe,
+    ClusterAction,
+    DescribeConfigs,
+    AlterConfigs,
+    IdempotentWrite,
+];
 
-fn bits(asked: bool, operations: &[u8]) -> i32 {
+fn bits(
+    asked: bool,
+    access: &Access,
+    resource_type: ResourceType,
+    name: &str,
+    operations: &[AclOperation],
+) -> i32 {
     if !asked {
         return NOT_ASKED;
     }
-    operations.iter().fold(0, |bits, op| bits | 1 << op)
+    access.operations_bits(resource_type, name, operations)
 }
 
-/// What the client may do with a topic.
-pub(crate) fn topic(asked: bool) -> i32 {
-    bits(
-        asked,
-        &[
-            READ,
-            WRITE,
-            CREATE,
-            DELETE,
-            ALTER,
-            DESCRIBE,
-            DESCRIBE_CONFIGS,
-            ALTER_CONFIGS,
-        ],
-    )
+/// What the client may do with topic `name`.
+pub(crate) fn topic(asked: bool, access: &Access, name: &str) -> i32 {
+    bits(asked, access, ResourceType::Topic, name, TOPIC)
 }
 
-/// What the client may do with a consumer group.
-pub(crate) fn group(asked: bool) -> i32 {
-    bits(asked, &[READ, DESCRIBE, DELETE])
+/// What the client may do with consumer group `name`.
+pub(crate) fn group(asked: bool, access: &Access, name: &str) -> i32 {
+    bits(asked, access, ResourceType::Group, name, GROUP)
 }
 
 /// What the client may do with the cluster.
-pub(crate) fn cluster(asked: bool) -> i32 {
-    bits(
-        asked,
-        &[
-            CREATE,
-            ALTER,
-            DESCRIBE,
-            CLUSTER_ACTION,
-            DESCRIBE_CONFIGS,
-            ALTER_CONFIGS,
-            IDEMPOTENT_WRITE,
-        ],
-    )
+pub(crate) fn cluster(asked: bool, access: &Access) -> i32 {
+    bits(asked, access, ResourceType::Cluster, CLUSTER_NAME, CLUSTER)
 }
 
 #[cfg(test)]
@@ -73,9 +73,10 @@ mod tests {
     #[test]
     fn bits_are_kafkas() {
         // Kafka 3.9 without an authorizer: Metadata's topic operations.
-        assert_eq!(topic(true), 0b1101_1111_1000);
-        assert_eq!(group(true), (1 << 3) | (1 << 6) | (1 << 8));
-        assert_eq!(cluster(true), 0b1_1111_1010_0000);
-        assert_eq!(topic(false), i32::MIN);
+        let all = Access::everything();
+        assert_eq!(topic(true, &all, "t"), 0b1101_1111_1000);
+        assert_eq!(group(true, &all, "g"), (1 << 3) | (1 << 6) | (1 << 8));
+        assert_eq!(cluster(true, &all), 0b1_1111_1010_0000);
+        assert_eq!(topic(false, &all, "t"), i32::MIN);
     }
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use kafka_protocol::ResponseError;
 use storage::{
-    BrokerInfo, Engine, PartitionId, QueueInfo, QueueOptions, StorageError, TopicCreation,
+    Access, AclOperation, Authorizer, BrokerInfo, Engine, PartitionId, QueueInfo, QueueOptions,
+    StorageError, TopicCreation,
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
@@ -45,6 +46,8 @@ pub struct Broker {
     pub cluster_id: String,
     /// Membership of the groups this broker coordinates.
     pub groups: Coordinator,
+    /// What principals may do, by the ACLs (shared with the HTTP door).
+    pub authorizer: Arc<Authorizer>,
     /// The live brokers as last read, and when: coordinator checks run on
     /// every group request and need not each read the registry.
     live: Mutex<Option<(tokio::time::Instant, Vec<BrokerInfo>)>>,
@@ -71,9 +74,14 @@ impl Broker {
         engine.register_listeners(node_id, &endpoints).await?;
         let cluster_id = engine.cluster_id().await?;
         let budget_kib = config_kib(config.max_in_flight_bytes.max(1024));
+        let authorizer = Arc::new(Authorizer::new(
+            engine.clone(),
+            config.authorization.clone(),
+        ));
         Ok(Self {
             engine,
             groups: Coordinator::new(config.group_limits),
+            authorizer,
             config,
             node_id,
             cluster_id,
@@ -183,6 +191,15 @@ impl Broker {
                 Some(ResponseError::CoordinatorNotAvailable)
             }
         }
+    }
+
+    /// Why a member's request for `group` cannot be served: READ on the
+    /// group is not allowed, or [`Broker::group_error`].
+    pub async fn member_error(&self, access: &Access, group: &str) -> Option<ResponseError> {
+        if !access.group(AclOperation::Read, group) {
+            return Some(ResponseError::GroupAuthorizationFailed);
+        }
+        self.group_error(group).await
     }
 
     /// The leader a partition is advertised on: partitions are spread over

@@ -169,7 +169,11 @@ async fn read_requests<R: AsyncRead + Unpin>(
         read.read_exact(&mut frame).await?;
         let frame = Bytes::from(frame);
         let dispatched = match session.on_frame(broker, &frame).await {
-            Verdict::Serve => handlers::dispatch(broker, peer, &listener.name, frame).await,
+            Verdict::Serve => {
+                // Served only once authenticated, but for ApiVersions.
+                let principal = session.principal().map_or("User:ANONYMOUS", |p| p.as_str());
+                handlers::dispatch(broker, peer, &listener.name, principal, frame).await
+            }
             Verdict::Answer(answer) => Ok(Reply::Ready(Some(answer))),
             Verdict::AnswerAndClose(answer, why) => {
                 tracing::info!(%peer, listener = %listener.name, reason = %why, "kafka: authentication failed");

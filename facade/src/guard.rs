@@ -393,6 +393,22 @@ const ALTER_USER_SCRAM_CREDENTIALS: &[Field] = &[
     ), // upsertions
 ];
 
+/// An ACL binding or filter: resource type, name, pattern type (v1+),
+/// principal, host, operation, permission.
+const ACL: &[Field] = &[
+    Field(I8, 0, ALL),
+    Field(Str, 0, ALL),
+    Field(I8, 1, ALL),
+    Field(Str, 0, ALL),
+    Field(Str, 0, ALL),
+    Field(I8, 0, ALL),
+    Field(I8, 0, ALL),
+];
+
+const CREATE_ACLS: &[Field] = &[Field(Array(ACL), 0, ALL)]; // creations
+
+const DELETE_ACLS: &[Field] = &[Field(Array(ACL), 0, ALL)]; // filters
+
 /// The schema of a request body and the first flexible version of its API.
 fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
     Some(match api {
@@ -427,6 +443,9 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::SaslAuthenticate => (SASL_AUTHENTICATE, 2),
         ApiKey::DescribeUserScramCredentials => (DESCRIBE_USER_SCRAM_CREDENTIALS, 0),
         ApiKey::AlterUserScramCredentials => (ALTER_USER_SCRAM_CREDENTIALS, 0),
+        ApiKey::DescribeAcls => (ACL, 2),
+        ApiKey::CreateAcls => (CREATE_ACLS, 2),
+        ApiKey::DeleteAcls => (DELETE_ACLS, 2),
         _ => return None,
     })
 }

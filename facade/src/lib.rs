@@ -15,7 +15,8 @@
 //!   API; `versions`: the single table of implemented APIs and versions.
 //! - `guard`: a schema walk that refuses impossible counts before the codec
 //!   allocates for them.
-//! - `authorized`: KIP-430's authorized operations.
+//! - `authorized`: KIP-430's authorized operations, by the ACLs; the
+//!   decision itself is `storage::Authorizer`'s, shared with the HTTP door.
 //! - `groups`: membership of the consumer groups this broker coordinates
 //!   (committed offsets are in the database).
 //! - [`metrics`]: requests, errors and latency per API and version,
@@ -86,6 +87,8 @@ pub struct FacadeConfig {
     pub max_in_flight_bytes: usize,
     /// Session timeout bounds and the initial rebalance delay of groups.
     pub group_limits: GroupLimits,
+    /// Whether ACLs are enforced, and the super users.
+    pub authorization: storage::AuthorizerConfig,
 }
 
 impl FacadeConfig {

@@ -15,7 +15,8 @@
 //!   Kafka index); [`offsets`], [`producers`]; `consume/` (pops, acks,
 //!   leases, cursors, groups, dead letters, long-poll wake-ups); [`kv`];
 //!   `txn` (acks, pushes and KV ops in one transaction); [`users`] (SCRAM
-//!   credentials of the Kafka door).
+//!   credentials of the Kafka door); [`acls`] (Kafka ACLs and the
+//!   authorizer both doors ask).
 //! - [`metrics`]: the engine's Prometheus families (group commits, waits
 //!   for a connection, retention's work); `stats`: what a scrape reads from
 //!   the database (offsets, sizes, lag), one aggregated statement each.
@@ -33,6 +34,7 @@
 //! partition to the committer; a writer task takes every waiting job, runs
 //! `append::append` in one transaction, commits, and answers each job.
 
+pub mod acls;
 mod append;
 mod backend;
 mod brokers;
@@ -66,6 +68,10 @@ mod vacuum;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub use acls::{
+    Access, AclBinding, AclError, AclFilter, AclOperation, AclPermission, Authorizer,
+    AuthorizerConfig, PatternFilter, PatternType, ResourceType, CLUSTER_NAME,
+};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use consume::{
     AckItem, AckRefusal, AckResult, AckStatus, DeadLetter, DeadLetterPage, DeadLetterQuery,

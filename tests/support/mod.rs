@@ -6,6 +6,7 @@ pub(crate) mod kafka;
 pub(crate) mod pki;
 pub(crate) mod python;
 pub(crate) mod router;
+pub(crate) mod security;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -42,6 +43,34 @@ macro_rules! broker_scenarios {
 }
 #[allow(unused_imports)]
 pub(crate) use broker_scenarios;
+
+/// Instantiates each scenario `name(&url)` of the test file once per
+/// backend, each on a fresh database (the scenario starts its brokers).
+#[allow(unused_macros)] // not every test binary has such scenarios
+macro_rules! url_scenarios {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = crate::support::TestDb::sqlite();
+                    crate::$name(&db.url).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = crate::support::TestDb::postgres().await;
+                    crate::$name(&db.url).await;
+                }
+            )*
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use url_scenarios;
 
 /// A running `queen` process, killed when dropped.
 pub(crate) struct Broker {

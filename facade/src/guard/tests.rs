@@ -352,6 +352,41 @@ fn sample(api: ApiKey, version: i16) -> BytesMut {
                 .with_upsertions(two(upsertion))
                 .encode(&mut buf, version)
         }
+        ApiKey::DescribeAcls => DescribeAclsRequest::default()
+            .with_resource_type_filter(2)
+            .with_resource_name_filter(Some(name("t")))
+            .with_pattern_type_filter(3)
+            .with_principal_filter(None)
+            .with_host_filter(Some(name("*")))
+            .with_operation(1)
+            .with_permission_type(1)
+            .encode(&mut buf, version),
+        ApiKey::CreateAcls => {
+            let creation = create_acls_request::AclCreation::default()
+                .with_resource_type(2)
+                .with_resource_name(name("t"))
+                .with_resource_pattern_type(3)
+                .with_principal(name("User:u"))
+                .with_host(name("*"))
+                .with_operation(3)
+                .with_permission_type(3);
+            CreateAclsRequest::default()
+                .with_creations(two(creation))
+                .encode(&mut buf, version)
+        }
+        ApiKey::DeleteAcls => {
+            let filter = delete_acls_request::DeleteAclsFilter::default()
+                .with_resource_type_filter(1)
+                .with_resource_name_filter(None)
+                .with_pattern_type_filter(1)
+                .with_principal_filter(Some(name("User:u")))
+                .with_host_filter(None)
+                .with_operation(1)
+                .with_permission_type(1);
+            DeleteAclsRequest::default()
+                .with_filters(two(filter))
+                .encode(&mut buf, version)
+        }
         other => panic!("no sample for {other:?}"),
     };
     result.unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));

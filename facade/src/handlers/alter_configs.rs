@@ -15,6 +15,7 @@ use kafka_protocol::ResponseError;
 use storage::options::OptionsUpdate;
 use storage::topic_configs::{self, ConfigError};
 use storage::QueueOptions;
+use storage::{Access, AclOperation};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -31,6 +32,7 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: AlterConfigsRequest,
+    access: &Access,
 ) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
@@ -40,15 +42,18 @@ pub(super) async fn handle(
             .iter()
             .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
             .collect();
-        let outcome = match resource.resource_type {
-            TOPIC => {
-                change_topic(broker, &name, request.validate_only, |o| {
-                    topic_configs::replace(o, &configs)
-                })
-                .await
-            }
-            BROKER => refuse_broker_change(broker, &name, configs.iter().map(|(n, _)| n)),
-            other => Err(unsupported_resource(other)),
+        let outcome = match alter_denied(access, resource.resource_type, &name) {
+            Some(refused) => Err(refused),
+            None => match resource.resource_type {
+                TOPIC => {
+                    change_topic(broker, &name, request.validate_only, |o| {
+                        topic_configs::replace(o, &configs)
+                    })
+                    .await
+                }
+                BROKER => refuse_broker_change(broker, &name, configs.iter().map(|(n, _)| n)),
+                other => Err(unsupported_resource(other)),
+            },
         };
         let (code, message) = split(outcome);
         responses.push(
@@ -60,6 +65,22 @@ pub(super) async fn handle(
         );
     }
     AlterConfigsResponse::default().with_responses(responses)
+}
+
+/// Why ALTER_CONFIGS on the resource (a topic, or a broker: the cluster)
+/// is refused, if it is.
+pub(super) fn alter_denied(access: &Access, kind: i8, name: &str) -> Option<Refusal> {
+    match kind {
+        TOPIC if !access.topic(AclOperation::AlterConfigs, name) => Some((
+            ResponseError::TopicAuthorizationFailed.code(),
+            format!("ALTER_CONFIGS on topic {name} is not allowed"),
+        )),
+        BROKER if !access.cluster(AclOperation::AlterConfigs) => Some((
+            ResponseError::ClusterAuthorizationFailed.code(),
+            "ALTER_CONFIGS on the cluster is not allowed".to_owned(),
+        )),
+        _ => None,
+    }
 }
 
 /// The error code and message of an outcome (`0` and null for success).

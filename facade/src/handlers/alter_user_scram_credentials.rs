@@ -3,6 +3,7 @@
 //! keys are derived from it here.
 
 use std::collections::HashMap;
+use storage::{Access, AclOperation};
 
 use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
 use kafka_protocol::messages::{
@@ -25,6 +26,7 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: AlterUserScramCredentialsRequest,
+    access: &Access,
 ) -> AlterUserScramCredentialsResponse {
     let mut seen: HashMap<(String, i8), usize> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
@@ -41,6 +43,20 @@ pub(super) async fn handle(
             order.push(key.0.clone());
         }
         *seen.entry(key).or_default() += 1;
+    }
+    if !access.cluster(AclOperation::Alter) {
+        let results = order
+            .into_iter()
+            .map(|user| {
+                AlterUserScramCredentialsResult::default()
+                    .with_user(StrBytes::from_string(user))
+                    .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+                    .with_error_message(Some(StrBytes::from_static_str(
+                        "ALTER on the cluster is not allowed",
+                    )))
+            })
+            .collect();
+        return AlterUserScramCredentialsResponse::default().with_results(results);
     }
     let mut outcomes: HashMap<String, Outcome> = HashMap::new();
     let mut fail = |user: &str, outcome: Outcome| {

@@ -3,6 +3,7 @@
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::ResponseError;
+use storage::Access;
 
 use crate::broker::Broker;
 use crate::versions::SUPPORTED;
@@ -24,6 +25,7 @@ pub(super) async fn handle(
     _broker: &Broker,
     _version: i16,
     _request: ApiVersionsRequest,
+    _access: &Access,
 ) -> ApiVersionsResponse {
     ApiVersionsResponse::default().with_api_keys(api_keys())
 }

@@ -4,6 +4,7 @@ use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicR
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use storage::{Access, AclOperation};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -13,11 +14,17 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: CreatePartitionsRequest,
+    access: &Access,
 ) -> CreatePartitionsResponse {
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.to_string();
         let mut result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
+        if !access.topic(AclOperation::Alter, &name) {
+            result.error_code = ResponseError::TopicAuthorizationFailed.code();
+            results.push(result);
+            continue;
+        }
         let current = match broker.engine.queue(&name).await {
             Ok(Some(q)) => q.partitions.len() as i32,
             Ok(None) => {

@@ -11,6 +11,7 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use storage::topic_configs::{self, ConfigError};
+use storage::{Access, AclOperation};
 use storage::{QueueOptions, StorageError, TopicCreation};
 
 use super::describe_configs::{DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG};
@@ -22,9 +23,23 @@ pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: CreateTopicsRequest,
+    access: &Access,
 ) -> CreateTopicsResponse {
     let mut results = Vec::with_capacity(request.topics.len());
+    // CREATE on the cluster allows every topic; on a topic, that topic.
+    let any_topic = access.cluster(AclOperation::Create);
     for topic in request.topics {
+        if !any_topic && !access.topic(AclOperation::Create, &topic.name) {
+            results.push(
+                CreatableTopicResult::default()
+                    .with_name(topic.name.clone())
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                    .with_error_message(Some(StrBytes::from_static_str(
+                        "CREATE on the topic or the cluster is not allowed",
+                    ))),
+            );
+            continue;
+        }
         results.push(create(broker, version, &topic, request.validate_only).await);
     }
     CreateTopicsResponse::default().with_topics(results)

@@ -4,6 +4,7 @@
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
 use kafka_protocol::ResponseError;
+use storage::{Access, AclOperation};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -13,10 +14,15 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: DeleteGroupsRequest,
+    access: &Access,
 ) -> DeleteGroupsResponse {
     let mut results = Vec::with_capacity(request.groups_names.len());
     for id in request.groups_names {
-        let code = delete(broker, &id).await;
+        let code = if access.group(AclOperation::Delete, &id) {
+            delete(broker, &id).await
+        } else {
+            ResponseError::GroupAuthorizationFailed.code()
+        };
         results.push(
             DeletableGroupResult::default()
                 .with_group_id(id)

@@ -7,6 +7,7 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use kafka_protocol::ResponseError;
+use storage::{Access, AclOperation};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -16,22 +17,29 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: DeleteRecordsRequest,
+    access: &Access,
 ) -> DeleteRecordsResponse {
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
+        let denied = !access.topic(AclOperation::Delete, &topic.name);
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
-            let result = match broker
-                .partition_id(&topic.name, p.partition_index, false)
-                .await
-            {
+            let found = if denied {
+                Err(ResponseError::TopicAuthorizationFailed.code())
+            } else {
+                broker
+                    .partition_id(&topic.name, p.partition_index, false)
+                    .await
+                    .map_err(|e| storage_code(&e))
+            };
+            let result = match found {
                 Ok(Some(id)) => broker
                     .engine
                     .delete_records(id, p.offset)
                     .await
                     .map_err(|e| storage_code(&e)),
                 Ok(None) => Err(ResponseError::UnknownTopicOrPartition.code()),
-                Err(e) => Err(storage_code(&e)),
+                Err(code) => Err(code),
             };
             let (low_watermark, error_code) = match result {
                 Ok(low) => (low, 0),

@@ -4,6 +4,7 @@ use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use storage::{Access, AclOperation};
 use uuid::Uuid;
 
 use crate::broker::Broker;
@@ -14,6 +15,7 @@ pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: DeleteTopicsRequest,
+    access: &Access,
 ) -> DeleteTopicsResponse {
     let targets: Vec<(Option<String>, Uuid)> = if version >= 6 {
         request
@@ -41,6 +43,9 @@ pub(super) async fn handle(
         }
         result.error_code = match &name {
             None => ResponseError::UnknownTopicId.code(),
+            Some(name) if !access.topic(AclOperation::Delete, name) => {
+                ResponseError::TopicAuthorizationFailed.code()
+            }
             Some(name) => match broker.engine.delete_queue(name).await {
                 Ok(true) => 0,
                 Ok(false) => ResponseError::UnknownTopicOrPartition.code(),

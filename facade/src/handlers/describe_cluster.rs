@@ -4,6 +4,7 @@
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::protocol::StrBytes;
+use storage::Access;
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -14,11 +15,13 @@ pub(super) async fn handle(
     _version: i16,
     request: DescribeClusterRequest,
     listener: &str,
+    access: &Access,
 ) -> DescribeClusterResponse {
     let mut answer = DescribeClusterResponse::default()
         .with_cluster_id(StrBytes::from_string(broker.cluster_id.clone()))
         .with_cluster_authorized_operations(crate::authorized::cluster(
             request.include_cluster_authorized_operations,
+            access,
         ));
     match broker.live_brokers(listener).await {
         Ok(brokers) => {

@@ -10,6 +10,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use storage::topic_configs::{self, ConfigType, DescribedConfig};
+use storage::{Access, AclOperation};
 
 use super::alter_configs::{BROKER, TOPIC};
 use crate::broker::Broker;
@@ -32,6 +33,7 @@ pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: DescribeConfigsRequest,
+    access: &Access,
 ) -> DescribeConfigsResponse {
     let detail = Detail {
         version,
@@ -46,6 +48,14 @@ pub(super) async fn handle(
             .with_error_message(None);
         let name = resource.resource_name.to_string();
         let entries = match resource.resource_type {
+            TOPIC if !access.topic(AclOperation::DescribeConfigs, &name) => Err((
+                ResponseError::TopicAuthorizationFailed.code(),
+                format!("DESCRIBE_CONFIGS on topic {name} is not allowed"),
+            )),
+            BROKER if !access.cluster(AclOperation::DescribeConfigs) => Err((
+                ResponseError::ClusterAuthorizationFailed.code(),
+                "DESCRIBE_CONFIGS on the cluster is not allowed".to_owned(),
+            )),
             TOPIC => match broker.engine.queue(&name).await {
                 Ok(Some(q)) => Ok(topic_configs::describe(
                     &q.options,

@@ -6,6 +6,8 @@
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use storage::{Access, AclOperation};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -16,10 +18,20 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: DescribeGroupsRequest,
+    access: &Access,
 ) -> DescribeGroupsResponse {
-    let operations = crate::authorized::group(request.include_authorized_operations);
+    let asked = request.include_authorized_operations;
     let mut groups = Vec::with_capacity(request.groups.len());
     for id in request.groups {
+        if !access.group(AclOperation::Describe, &id) {
+            groups.push(
+                DescribedGroup::default()
+                    .with_group_id(id)
+                    .with_error_code(ResponseError::GroupAuthorizationFailed.code()),
+            );
+            continue;
+        }
+        let operations = crate::authorized::group(asked, access, &id);
         let mut described = describe(broker, id).await;
         if described.error_code == 0 {
             described.authorized_operations = operations;

@@ -5,6 +5,7 @@ use kafka_protocol::messages::describe_producers_response::{
 };
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 use kafka_protocol::ResponseError;
+use storage::{Access, AclOperation};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -14,13 +15,20 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: DescribeProducersRequest,
+    access: &Access,
 ) -> DescribeProducersResponse {
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.to_string();
+        let denied = !access.topic(AclOperation::Read, &name);
         let mut partitions = Vec::with_capacity(topic.partition_indexes.len());
         for index in topic.partition_indexes {
             let mut answer = PartitionResponse::default().with_partition_index(index);
+            if denied {
+                answer.error_code = ResponseError::TopicAuthorizationFailed.code();
+                partitions.push(answer);
+                continue;
+            }
             let producers = match broker.partition_id(&name, index, false).await {
                 Ok(Some(id)) => broker.engine.producers(id).await,
                 Ok(None) => {

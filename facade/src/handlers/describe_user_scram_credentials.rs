@@ -9,6 +9,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use storage::{Access, AclOperation};
 
 use crate::broker::Broker;
 
@@ -19,7 +20,15 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: DescribeUserScramCredentialsRequest,
+    access: &Access,
 ) -> DescribeUserScramCredentialsResponse {
+    if !access.cluster(AclOperation::Describe) {
+        return DescribeUserScramCredentialsResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+            .with_error_message(Some(StrBytes::from_static_str(
+                "DESCRIBE on the cluster is not allowed",
+            )));
+    }
     let names: Option<Vec<String>> = request
         .users
         .filter(|u| !u.is_empty())

@@ -8,6 +8,7 @@
 //! an incremental request gets `FETCH_SESSION_ID_NOT_FOUND`.
 
 use std::time::Duration;
+use storage::{Access, AclOperation};
 
 use bytes::BytesMut;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
@@ -36,7 +37,12 @@ struct Wanted {
 
 /// Answers with what is available from each requested offset, waiting up
 /// to `max_wait_ms` for `min_bytes`.
-pub(super) async fn handle(broker: &Broker, version: i16, request: FetchRequest) -> FetchResponse {
+pub(super) async fn handle(
+    broker: &Broker,
+    version: i16,
+    request: FetchRequest,
+    access: &Access,
+) -> FetchResponse {
     if version >= 7 && request.session_id != 0 {
         return FetchResponse::default()
             .with_error_code(ResponseError::FetchSessionIdNotFound.code());
@@ -54,6 +60,9 @@ pub(super) async fn handle(broker: &Broker, version: i16, request: FetchRequest)
         for p in &topic.partitions {
             let partition_id = match &name {
                 None => Err(ResponseError::UnknownTopicId.code()),
+                Some(name) if !access.topic(AclOperation::Read, name) => {
+                    Err(ResponseError::TopicAuthorizationFailed.code())
+                }
                 Some(name) => match broker.partition_id(name, p.partition, false).await {
                     Ok(Some(id)) => Ok(id),
                     Ok(None) => Err(ResponseError::UnknownTopicOrPartition.code()),

@@ -6,6 +6,7 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use storage::Access;
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -16,6 +17,7 @@ pub(super) async fn handle(
     version: i16,
     request: FindCoordinatorRequest,
     listener: &str,
+    _access: &Access,
 ) -> FindCoordinatorResponse {
     let brokers = match broker.live_brokers(listener).await {
         Ok(b) => b,

@@ -1,6 +1,7 @@
 //! Heartbeat: a member keeps its session and learns of a rebalance.
 
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
+use storage::Access;
 
 use crate::broker::Broker;
 use crate::error::code;
@@ -10,9 +11,10 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: HeartbeatRequest,
+    access: &Access,
 ) -> HeartbeatResponse {
     let group = request.group_id.to_string();
-    let error = match broker.group_error(&group).await {
+    let error = match broker.member_error(access, &group).await {
         Some(error) => Some(error),
         None => broker.groups.heartbeat(
             &group,

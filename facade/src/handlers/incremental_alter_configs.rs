@@ -8,9 +8,11 @@ use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 use kafka_protocol::ResponseError;
 use storage::topic_configs::{self, ConfigOp};
+use storage::Access;
 
 use super::alter_configs::{
-    change_topic, refuse_broker_change, split, unsupported_resource, Refusal, BROKER, TOPIC,
+    alter_denied, change_topic, refuse_broker_change, split, unsupported_resource, Refusal, BROKER,
+    TOPIC,
 };
 use crate::broker::Broker;
 
@@ -19,29 +21,33 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: IncrementalAlterConfigsRequest,
+    access: &Access,
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let name = resource.resource_name.to_string();
-        let outcome = match resource.resource_type {
-            TOPIC => match ops(&resource.configs) {
-                Ok(changes) => {
-                    change_topic(broker, &name, request.validate_only, |o| {
-                        topic_configs::alter(o, &changes)
-                    })
-                    .await
+        let outcome = match alter_denied(access, resource.resource_type, &name) {
+            Some(refused) => Err(refused),
+            None => match resource.resource_type {
+                TOPIC => match ops(&resource.configs) {
+                    Ok(changes) => {
+                        change_topic(broker, &name, request.validate_only, |o| {
+                            topic_configs::alter(o, &changes)
+                        })
+                        .await
+                    }
+                    Err(refusal) => Err(refusal),
+                },
+                BROKER => {
+                    let names: Vec<String> = resource
+                        .configs
+                        .iter()
+                        .map(|c| c.name.to_string())
+                        .collect();
+                    refuse_broker_change(broker, &name, names.iter())
                 }
-                Err(refusal) => Err(refusal),
+                other => Err(unsupported_resource(other)),
             },
-            BROKER => {
-                let names: Vec<String> = resource
-                    .configs
-                    .iter()
-                    .map(|c| c.name.to_string())
-                    .collect();
-                refuse_broker_change(broker, &name, names.iter())
-            }
-            other => Err(unsupported_resource(other)),
         };
         let (code, message) = split(outcome);
         responses.push(

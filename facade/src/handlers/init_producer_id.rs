@@ -2,7 +2,9 @@
 //! a transactional id keeps its id and gets a new epoch, fencing the old one.
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+use kafka_protocol::ResponseError;
 use storage::producers::ProducerIdentity;
+use storage::{Access, AclOperation, ResourceType};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -12,8 +14,28 @@ pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: InitProducerIdRequest,
+    access: &Access,
 ) -> InitProducerIdResponse {
     let transactional_id = request.transactional_id.as_ref().map(|t| t.to_string());
+    let refused = |error: ResponseError| {
+        InitProducerIdResponse::default()
+            .with_error_code(error.code())
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1)
+    };
+    match &transactional_id {
+        Some(id) if !access.allows(AclOperation::Write, ResourceType::TransactionalId, id) => {
+            return refused(ResponseError::TransactionalIdAuthorizationFailed);
+        }
+        // Idempotence without a transaction, as Kafka 3: IDEMPOTENT_WRITE
+        // on the cluster, or WRITE on some topic.
+        None if !access.cluster(AclOperation::IdempotentWrite)
+            && !access.allows_any(AclOperation::Write, ResourceType::Topic) =>
+        {
+            return refused(ResponseError::ClusterAuthorizationFailed);
+        }
+        _ => {}
+    }
     let current = (version >= 3 && request.producer_id.0 >= 0).then_some(ProducerIdentity {
         id: request.producer_id.0,
         epoch: request.producer_epoch,

@@ -5,6 +5,7 @@
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use kafka_protocol::protocol::StrBytes;
+use storage::Access;
 
 use super::Caller;
 use crate::broker::Broker;
@@ -17,9 +18,10 @@ pub(super) async fn handle(
     version: i16,
     request: JoinGroupRequest,
     caller: Caller,
+    access: &Access,
 ) -> JoinGroupResponse {
     let group = request.group_id.to_string();
-    let answer = match broker.group_error(&group).await {
+    let answer = match broker.member_error(access, &group).await {
         Some(error) => JoinAnswer::error(error, &request.member_id),
         None => {
             let join = JoinRequest {

@@ -4,6 +4,7 @@
 
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
+use storage::Access;
 
 use crate::broker::Broker;
 use crate::error::code;
@@ -13,9 +14,10 @@ pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: LeaveGroupRequest,
+    access: &Access,
 ) -> LeaveGroupResponse {
     let group = request.group_id.to_string();
-    if let Some(error) = broker.group_error(&group).await {
+    if let Some(error) = broker.member_error(access, &group).await {
         return LeaveGroupResponse::default().with_error_code(error.code());
     }
     if version < 3 {

@@ -3,6 +3,7 @@
 //! included), filtered by state (v4+) and type (v5+; all are `classic`).
 
 use std::collections::HashSet;
+use storage::{Access, AclOperation};
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
@@ -17,6 +18,7 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: ListGroupsRequest,
+    access: &Access,
 ) -> ListGroupsResponse {
     let names = match broker.engine.group_names().await {
         Ok(names) => names,
@@ -43,8 +45,12 @@ pub(super) async fn handle(
     let wanted = |filter: &[StrBytes], value: &str| {
         filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
     };
+    // Only the groups the principal may describe (all of them with
+    // DESCRIBE on the cluster), as Kafka lists them.
+    let everything = access.cluster(AclOperation::Describe);
     let groups = listed
         .into_iter()
+        .filter(|(id, _, _)| everything || access.group(AclOperation::Describe, id))
         .filter(|(_, state, _)| wanted(&request.states_filter, state.name()))
         .filter(|_| wanted(&request.types_filter, "classic"))
         .map(|(id, state, protocol_type)| {

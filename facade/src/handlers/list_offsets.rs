@@ -5,6 +5,7 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kafka_protocol::ResponseError;
+use storage::{Access, AclOperation};
 use storage::{PartitionId, StorageError, TimestampedOffset};
 
 use crate::broker::Broker;
@@ -21,14 +22,21 @@ pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: ListOffsetsRequest,
+    access: &Access,
 ) -> ListOffsetsResponse {
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.to_string();
+        let denied = !access.topic(AclOperation::Describe, &name);
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
             let mut answer =
                 ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+            if denied {
+                answer.error_code = ResponseError::TopicAuthorizationFailed.code();
+                partitions.push(answer);
+                continue;
+            }
             let found = match broker.partition_id(&name, p.partition_index, false).await {
                 Ok(Some(id)) => lookup(broker, id, p.timestamp).await,
                 Ok(None) => Err(StorageError::QueueNotFound(name.clone())),

@@ -8,6 +8,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use storage::{Access, AclOperation};
 use storage::{BrokerInfo, QueueInfo};
 
 use crate::broker::Broker;
@@ -19,6 +20,7 @@ pub(super) async fn handle(
     version: i16,
     request: MetadataRequest,
     listener: &str,
+    access: &Access,
 ) -> MetadataResponse {
     let brokers = match broker.live_brokers(listener).await {
         Ok(b) => b,
@@ -28,9 +30,8 @@ pub(super) async fn handle(
         }
     };
     let create = version < 4 || request.allow_auto_topic_creation;
-    let topic_operations = crate::authorized::topic(request.include_topic_authorized_operations);
     let cluster_operations =
-        crate::authorized::cluster(request.include_cluster_authorized_operations);
+        crate::authorized::cluster(request.include_cluster_authorized_operations, access);
     // v0 has no null list: an empty one means every topic.
     let wanted = match request.topics {
         Some(list) if !(version == 0 && list.is_empty()) => Some(list),
@@ -39,7 +40,12 @@ pub(super) async fn handle(
     let mut topics = Vec::new();
     match wanted {
         None => match broker.engine.queues().await {
-            Ok(all) => topics.extend(all.iter().map(|q| topic_answer(version, &brokers, q))),
+            // Only the topics the principal may describe, as Kafka lists them.
+            Ok(all) => topics.extend(
+                all.iter()
+                    .filter(|q| access.topic(AclOperation::Describe, &q.name))
+                    .map(|q| topic_answer(version, &brokers, q)),
+            ),
             Err(e) => tracing::warn!(error = %e, "kafka: cannot list topics"),
         },
         Some(list) => {
@@ -59,6 +65,17 @@ pub(super) async fn handle(
                     topics.push(missing);
                     continue;
                 };
+                if !access.topic(AclOperation::Describe, &name) {
+                    topics.push(error_topic(
+                        &name,
+                        ResponseError::TopicAuthorizationFailed.code(),
+                    ));
+                    continue;
+                }
+                // Creating an unknown topic needs CREATE on the cluster or it.
+                let create = create
+                    && (access.cluster(AclOperation::Create)
+                        || access.topic(AclOperation::Create, &name));
                 topics.push(match broker.topic(&name, create).await {
                     Ok(Some(q)) => topic_answer(version, &brokers, &q),
                     Ok(None) => error_topic(&name, ResponseError::UnknownTopicOrPartition.code()),
@@ -73,7 +90,9 @@ pub(super) async fn handle(
     }
 
     for topic in topics.iter_mut().filter(|t| t.error_code == 0) {
-        topic.topic_authorized_operations = topic_operations;
+        let name = topic.name.as_deref().map_or("", |n| n.as_str());
+        topic.topic_authorized_operations =
+            crate::authorized::topic(request.include_topic_authorized_operations, access, name);
     }
     let mut answer = MetadataResponse::default()
         .with_brokers(brokers.iter().map(|b| broker_answer(version, b)).collect())

@@ -2,14 +2,18 @@
 //! [`crate::versions`], decode the body with `kafka-protocol`, call the
 //! API's handler (one file each), encode the answer with its header.
 
+mod acls;
 mod alter_configs;
 mod alter_user_scram_credentials;
 mod api_versions;
+mod create_acls;
 mod create_partitions;
 mod create_topics;
+mod delete_acls;
 mod delete_groups;
 mod delete_records;
 mod delete_topics;
+mod describe_acls;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
@@ -42,6 +46,8 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeade
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use tracing::Instrument;
+
+use storage::Access;
 
 use crate::broker::Broker;
 use crate::conn::ConnError;
@@ -138,14 +144,16 @@ pub struct Caller {
     pub host: String,
 }
 
-/// Handles one request frame from `peer`, connected through the listener
-/// named `listener` (whose brokers' addresses Metadata and the coordinator
-/// lookups answer): counts it, times it and logs it in a debug span (API,
-/// version, client id, duration), then routes it.
+/// Handles one request frame from `principal` at `peer`, connected through
+/// the listener named `listener` (whose brokers' addresses Metadata and the
+/// coordinator lookups answer): counts it, times it and logs it in a debug
+/// span (API, version, client id, duration), then routes it with what the
+/// principal may do.
 pub async fn dispatch(
     broker: &Arc<Broker>,
     peer: &str,
     listener: &str,
+    principal: &str,
     frame: Bytes,
 ) -> Result<Reply, ConnError> {
     let start = Instant::now();
@@ -162,9 +170,18 @@ pub async fn dispatch(
         peer,
         listener,
     );
-    let reply = route(broker, peer, listener, parsed, start, request.clone())
-        .instrument(span.clone())
-        .await;
+    let access = broker.authorizer.access(principal, peer).await;
+    let reply = route(
+        broker,
+        peer,
+        listener,
+        &access,
+        parsed,
+        start,
+        request.clone(),
+    )
+    .instrument(span.clone())
+    .await;
     match &reply {
         // A produce is timed when its appends have committed (in `route`).
         Ok(Reply::Later(_)) => {}
@@ -194,6 +211,7 @@ async fn route(
     broker: &Arc<Broker>,
     peer: &str,
     listener: &str,
+    access: &Access,
     parsed: Parsed,
     start: Instant,
     metrics: RequestMetrics,
@@ -212,19 +230,19 @@ async fn route(
                 // Answered as v0, the one form every client can read.
                 None => ready(respond(api, 0, correlation_id, &api_versions::unsupported())),
                 $(Some(RequestKind::$kind(request)) => {
-                    let answer = $handler::handle(broker, version, request).await;
+                    let answer = $handler::handle(broker, version, request, access).await;
                     ready(respond(api, version, correlation_id, &answer))
                 })*
                 Some(RequestKind::Metadata(request)) => {
-                    let answer = metadata::handle(broker, version, request, listener).await;
+                    let answer = metadata::handle(broker, version, request, listener, access).await;
                     ready(respond(api, version, correlation_id, &answer))
                 }
                 Some(RequestKind::FindCoordinator(request)) => {
-                    let answer = find_coordinator::handle(broker, version, request, listener).await;
+                    let answer = find_coordinator::handle(broker, version, request, listener, access).await;
                     ready(respond(api, version, correlation_id, &answer))
                 }
                 Some(RequestKind::DescribeCluster(request)) => {
-                    let answer = describe_cluster::handle(broker, version, request, listener).await;
+                    let answer = describe_cluster::handle(broker, version, request, listener, access).await;
                     ready(respond(api, version, correlation_id, &answer))
                 }
                 Some(RequestKind::JoinGroup(request)) => {
@@ -232,11 +250,11 @@ async fn route(
                         client_id: client_id.map(|c| c.to_string()).unwrap_or_default(),
                         host: peer.to_owned(),
                     };
-                    let answer = join_group::handle(broker, version, request, caller).await;
+                    let answer = join_group::handle(broker, version, request, caller, access).await;
                     ready(respond(api, version, correlation_id, &answer))
                 }
                 Some(RequestKind::Produce(request)) => {
-                    let completion = produce::handle(broker, version, request).await;
+                    let completion = produce::handle(broker, version, request, access).await;
                     let span = tracing::Span::current();
                     Ok(Reply::Later(Box::pin(async move {
                         let frame = match completion.await {
@@ -277,6 +295,9 @@ async fn route(
         DeleteRecords => delete_records,
         DescribeUserScramCredentials => describe_user_scram_credentials,
         AlterUserScramCredentials => alter_user_scram_credentials,
+        CreateAcls => create_acls,
+        DescribeAcls => describe_acls,
+        DeleteAcls => delete_acls,
     )
 }
 

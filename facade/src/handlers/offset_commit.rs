@@ -9,6 +9,7 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::ResponseError;
 use storage::offsets::CommittedOffset;
+use storage::{Access, AclOperation};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -18,9 +19,10 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: OffsetCommitRequest,
+    access: &Access,
 ) -> OffsetCommitResponse {
     let group = request.group_id.to_string();
-    let refusal = match broker.group_error(&group).await {
+    let refusal = match broker.member_error(access, &group).await {
         Some(error) => Some(error),
         None => broker.groups.commit_check(
             &group,
@@ -48,6 +50,11 @@ pub(super) async fn handle(
         for p in &topic.partitions {
             let mut answer =
                 OffsetCommitResponsePartition::default().with_partition_index(p.partition_index);
+            if !access.topic(AclOperation::Read, &name) {
+                answer.error_code = ResponseError::TopicAuthorizationFailed.code();
+                partitions.push(answer);
+                continue;
+            }
             match broker.partition_id(&name, p.partition_index, false).await {
                 Ok(Some(id)) => {
                     commits.push((

@@ -6,6 +6,7 @@ use kafka_protocol::messages::offset_delete_response::{
 };
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 use kafka_protocol::ResponseError;
+use storage::{Access, AclOperation};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -15,9 +16,13 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: OffsetDeleteRequest,
+    access: &Access,
 ) -> OffsetDeleteResponse {
     let group = request.group_id.to_string();
     let failed = |code: i16| OffsetDeleteResponse::default().with_error_code(code);
+    if !access.group(AclOperation::Delete, &group) {
+        return failed(ResponseError::GroupAuthorizationFailed.code());
+    }
     if let Some(error) = broker.group_error(&group).await {
         return failed(error.code());
     }
@@ -38,7 +43,9 @@ pub(super) async fn handle(
         let name = topic.name.to_string();
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
-            let code = if subscribed.contains(&name) {
+            let code = if !access.topic(AclOperation::Read, &name) {
+                ResponseError::TopicAuthorizationFailed.code()
+            } else if subscribed.contains(&name) {
                 ResponseError::GroupSubscribedToTopic.code()
             } else {
                 match broker.partition_id(&name, p.partition_index, false).await {

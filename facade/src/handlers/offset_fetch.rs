@@ -2,6 +2,7 @@
 //! from v8), read from the positions native consumer groups share.
 
 use std::collections::HashMap;
+use storage::{Access, AclOperation};
 
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
@@ -24,6 +25,7 @@ pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: OffsetFetchRequest,
+    access: &Access,
 ) -> OffsetFetchResponse {
     if version >= 8 {
         let mut groups = Vec::with_capacity(request.groups.len());
@@ -33,7 +35,7 @@ pub(super) async fn handle(
                     .map(|t| (t.name.to_string(), t.partition_indexes))
                     .collect()
             });
-            let (topics, error_code) = fetch(broker, &g.group_id, wanted).await;
+            let (topics, error_code) = fetch(broker, access, &g.group_id, wanted).await;
             let topics = topics
                 .into_iter()
                 .map(|(name, rows)| {
@@ -67,7 +69,7 @@ pub(super) async fn handle(
             .map(|t| (t.name.to_string(), t.partition_indexes))
             .collect()
     });
-    let (topics, error_code) = fetch(broker, &request.group_id, wanted).await;
+    let (topics, error_code) = fetch(broker, access, &request.group_id, wanted).await;
     let topics = topics
         .into_iter()
         .map(|(name, rows)| {
@@ -101,9 +103,14 @@ pub(super) async fn handle(
 /// offsets on), and a group-level error code.
 async fn fetch(
     broker: &Broker,
+    access: &Access,
     group: &GroupId,
     wanted: Option<Vec<(String, Vec<i32>)>>,
 ) -> (Vec<(String, Vec<Row>)>, i16) {
+    // As Kafka: DESCRIBE on the group, and on each topic answered.
+    if !access.group(AclOperation::Describe, group) {
+        return (Vec::new(), ResponseError::GroupAuthorizationFailed.code());
+    }
     match broker.coordinates(group).await {
         Ok(true) => {}
         Ok(false) => return (Vec::new(), ResponseError::NotCoordinator.code()),
@@ -134,9 +141,19 @@ async fn fetch(
             let answer = topics
                 .into_iter()
                 .map(|(name, indexes)| {
+                    let denied = !access.topic(AclOperation::Describe, &name);
                     let rows = indexes
                         .iter()
-                        .map(|&i| row(i, by_key.get(&(name.as_str(), i)).copied()))
+                        .map(|&i| match denied {
+                            true => (
+                                i,
+                                -1,
+                                -1,
+                                None,
+                                ResponseError::TopicAuthorizationFailed.code(),
+                            ),
+                            false => row(i, by_key.get(&(name.as_str(), i)).copied()),
+                        })
                         .collect();
                     (name, rows)
                 })
@@ -145,7 +162,11 @@ async fn fetch(
         }
         None => {
             let mut answer: Vec<(String, Vec<Row>)> = Vec::new();
-            for o in &committed {
+            // Topics the principal may not describe are left out.
+            for o in committed
+                .iter()
+                .filter(|o| access.topic(AclOperation::Describe, &o.topic))
+            {
                 let r = row(o.partition, Some(&o.committed));
                 match answer.last_mut() {
                     Some((name, rows)) if *name == o.topic => rows.push(r),

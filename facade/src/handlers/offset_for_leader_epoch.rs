@@ -6,6 +6,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 };
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use kafka_protocol::ResponseError;
+use storage::{Access, AclOperation};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
@@ -15,13 +16,20 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: OffsetForLeaderEpochRequest,
+    access: &Access,
 ) -> OffsetForLeaderEpochResponse {
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.topic.to_string();
+        let denied = !access.topic(AclOperation::Describe, &name);
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
             let mut answer = EpochEndOffset::default().with_partition(p.partition);
+            if denied {
+                answer.error_code = ResponseError::TopicAuthorizationFailed.code();
+                partitions.push(answer);
+                continue;
+            }
             match broker.partition_id(&name, p.partition, false).await {
                 Ok(Some(id)) => match broker.engine.log_bounds(id).await {
                     Ok(bounds) => {

@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use storage::{Access, AclOperation, ResourceType};
 
 use bytes::Bytes;
 use kafka_protocol::messages::produce_response::{
@@ -44,9 +45,15 @@ pub(super) async fn handle(
     broker: &Arc<Broker>,
     version: i16,
     request: ProduceRequest,
+    access: &Access,
 ) -> Completion {
     let mut pending = Vec::new();
     let mut answers: Vec<(TopicProduceResponse, Vec<Slot>)> = Vec::new();
+    // A transactional produce needs WRITE on its transactional id too.
+    let txn_denied = request
+        .transactional_id
+        .as_deref()
+        .is_some_and(|id| !access.allows(AclOperation::Write, ResourceType::TransactionalId, id));
     for (t, topic) in request.topic_data.into_iter().enumerate() {
         let name = if version >= 13 {
             broker.topic_name(topic.topic_id).await.ok().flatten()
@@ -66,6 +73,14 @@ pub(super) async fn handle(
                 partitions[p].1 = ResponseError::UnknownTopicId.code();
                 continue;
             };
+            if txn_denied {
+                partitions[p].1 = ResponseError::TransactionalIdAuthorizationFailed.code();
+                continue;
+            }
+            if !access.topic(AclOperation::Write, &name) {
+                partitions[p].1 = ResponseError::TopicAuthorizationFailed.code();
+                continue;
+            }
             let records = data.records.unwrap_or_default();
             let size = records.len();
             let queued = match prepare(broker, &name, data.index, records).await {

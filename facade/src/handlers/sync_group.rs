@@ -3,6 +3,7 @@
 
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
+use storage::Access;
 
 use crate::broker::Broker;
 use crate::error::code;
@@ -12,9 +13,10 @@ pub(super) async fn handle(
     broker: &Broker,
     _version: i16,
     request: SyncGroupRequest,
+    access: &Access,
 ) -> SyncGroupResponse {
     let group = request.group_id.to_string();
-    if let Some(error) = broker.group_error(&group).await {
+    if let Some(error) = broker.member_error(access, &group).await {
         return SyncGroupResponse::default().with_error_code(error.code());
     }
     let assignments = request

@@ -9,8 +9,9 @@
 //! positions, subscriptions and admin; [`dead_letters`]: the DLQ;
 //! [`retention`]: log-start movement, deleting segments, duty leases;
 //! [`stats`]: what a metrics scrape reads, aggregated by the database.
-//! [`users`]: SCRAM credentials.
+//! [`users`]: SCRAM credentials; [`acls`]: Kafka ACLs.
 
+pub(crate) mod acls;
 pub(crate) mod brokers;
 pub(crate) mod catalog;
 pub(crate) mod consume;

@@ -1,6 +1,7 @@
 //! The storage contract: every scenario runs on SQLite and on PostgreSQL,
 //! each on a fresh database.
 
+mod acls;
 mod consume;
 mod dedup;
 mod kv;
@@ -52,6 +53,9 @@ contract!(
     users::credentials_are_shared_replaced_and_deleted,
     users::malformed_users_and_credentials_are_refused,
     users::listeners_are_advertised_per_name,
+    acls::acls_are_shared_described_and_deleted_by_filter,
+    acls::malformed_acls_are_refused_and_change_nothing,
+    acls::the_authorizer_sees_changes_of_every_broker,
     retention::age_deletes_old_segments_and_readers_continue,
     retention::size_keeps_the_newest_bytes,
     retention::completed_retention_waits_for_every_group,
