@@ -18,7 +18,7 @@ pub mod scram;
 pub(crate) mod session;
 mod verified;
 
-use storage::{ScramCredential, ScramMechanism};
+use storage::ScramMechanism;
 
 /// Who a connection authenticated as, written as Kafka writes principals.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -88,8 +88,7 @@ pub struct SaslConfig {
     /// and a client is never asked to re-authenticate.
     pub session_lifetime_ms: i64,
     /// A secret of this broker's: the salt shown to an unknown user is
-    /// derived from it, so it is stable and looks like a real one. It also
-    /// keys the tags of [`verified::VerifiedPasswords`].
+    /// derived from it, so it is stable and looks like a real one.
     decoy_key: [u8; 32],
     /// Passwords found correct, shared by every clone.
     verified: std::sync::Arc<verified::VerifiedPasswords>,
@@ -117,21 +116,8 @@ impl SaslConfig {
             mechanisms,
             session_lifetime_ms: session_lifetime_ms.max(0),
             decoy_key,
-            verified: Default::default(),
+            verified: std::sync::Arc::new(verified::VerifiedPasswords::new()),
         }
-    }
-
-    /// The tag under which `password`, checked against `credential`, is
-    /// remembered as correct.
-    pub(crate) fn verified_tag(
-        &self,
-        mechanism: ScramMechanism,
-        user: &str,
-        password: &str,
-        credential: &ScramCredential,
-    ) -> Vec<u8> {
-        let key = [b"verified\0".as_slice(), &self.decoy_key].concat();
-        verified::VerifiedPasswords::tag(&key, mechanism, user, password, credential)
     }
 
     /// The passwords found correct.

@@ -41,7 +41,7 @@ pub async fn password_matches(
     // A password found correct before against the same credential.
     let tag = found
         .as_ref()
-        .map(|(m, c)| config.verified_tag(*m, user, password, c));
+        .map(|(m, c)| config.verified().tag(*m, user, password, c));
     if tag.as_ref().is_some_and(|t| config.verified().contains(t)) {
         return Ok(true);
     }

@@ -22,15 +22,41 @@ use super::credential;
 const MAX_TAGS: usize = 4_096;
 
 /// The tags of (user, password, credential) triples found to match.
-#[derive(Debug, Default)]
 pub(crate) struct VerifiedPasswords {
+    /// This broker's secret key of the tags, drawn at start-up.
+    key: [u8; 32],
     tags: Mutex<HashSet<Vec<u8>>>,
 }
 
+impl std::fmt::Debug for VerifiedPasswords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VerifiedPasswords").finish_non_exhaustive()
+    }
+}
+
 impl VerifiedPasswords {
-    /// The tag of `password` for `user` with `credential`, under `key`.
+    /// An empty set with a fresh random key.
+    pub(crate) fn new() -> Self {
+        let mut key = [0u8; 32];
+        // Without randomness the tags are only as strong as unsalted
+        // hashes of the passwords; they still name the right triples.
+        if let Err(e) = getrandom::getrandom(&mut key) {
+            tracing::warn!(error = %e, "no randomness for the verified-password key");
+        }
+        Self::with_key(key)
+    }
+
+    /// An empty set keyed with `key`.
+    fn with_key(key: [u8; 32]) -> Self {
+        Self {
+            key,
+            tags: Mutex::default(),
+        }
+    }
+
+    /// The tag of `password` for `user` with `credential`.
     pub(crate) fn tag(
-        key: &[u8],
+        &self,
         mechanism: ScramMechanism,
         user: &str,
         password: &str,
@@ -45,7 +71,7 @@ impl VerifiedPasswords {
         data.extend_from_slice(&credential.iterations.to_be_bytes());
         data.extend_from_slice(&credential.stored_key);
         data.push(mechanism.kafka_type() as u8);
-        credential::hmac(ScramMechanism::Sha256, key, &data)
+        credential::hmac(ScramMechanism::Sha256, &self.key, &data)
     }
 
     /// Whether `tag` was remembered.
@@ -80,28 +106,31 @@ mod tests {
     #[test]
     fn a_tag_names_one_user_password_and_credential() {
         let m = ScramMechanism::Sha512;
-        let tag =
-            |key: &[u8], user, pw, c: &ScramCredential| VerifiedPasswords::tag(key, m, user, pw, c);
-        let base = tag(b"k", "alice", "pw", &credential(1));
-        assert_eq!(base, tag(b"k", "alice", "pw", &credential(1)));
-        assert_ne!(base, tag(b"k", "alice", "pw2", &credential(1)));
-        assert_ne!(base, tag(b"k", "bob", "pw", &credential(1)));
+        let (k, other) = (
+            VerifiedPasswords::with_key([1; 32]),
+            VerifiedPasswords::with_key([2; 32]),
+        );
+        let tag = |set: &VerifiedPasswords, user, pw, c: &ScramCredential| set.tag(m, user, pw, c);
+        let base = tag(&k, "alice", "pw", &credential(1));
+        assert_eq!(base, tag(&k, "alice", "pw", &credential(1)));
+        assert_ne!(base, tag(&k, "alice", "pw2", &credential(1)));
+        assert_ne!(base, tag(&k, "bob", "pw", &credential(1)));
         assert_ne!(
             base,
-            tag(b"k", "alice", "pw", &credential(2)),
+            tag(&k, "alice", "pw", &credential(2)),
             "a new password's credential"
         );
-        assert_ne!(base, tag(b"other", "alice", "pw", &credential(1)));
+        assert_ne!(base, tag(&other, "alice", "pw", &credential(1)));
         // The boundary between user and password is not ambiguous.
         assert_ne!(
-            tag(b"k", "ab", "c", &credential(1)),
-            tag(b"k", "a", "bc", &credential(1))
+            tag(&k, "ab", "c", &credential(1)),
+            tag(&k, "a", "bc", &credential(1))
         );
     }
 
     #[test]
     fn the_set_is_bounded() {
-        let verified = VerifiedPasswords::default();
+        let verified = VerifiedPasswords::new();
         for i in 0..MAX_TAGS + 1 {
             verified.insert(i.to_be_bytes().to_vec());
         }
