@@ -9,20 +9,14 @@ mod support;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{Broker, TestDb};
+use support::{security, Broker, TestDb};
 use test_support::Backend;
-
-const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// What the encrypted queues hold: never to be found in the database.
 const SECRET: &str = "sealed-payload-7f3a";
@@ -69,7 +63,7 @@ async fn encrypted_queues_end_to_end(db: &TestDb) {
     let (status, popped) = pop(&broker, "secret").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(popped["messages"][0]["data"]["data"], SECRET, "{popped}");
-    assert_eq!(consume(&broker, "ksecret", "g1", 3), kafka_values(3));
+    assert_eq!(consume(&broker, "ksecret"), kafka_values(3));
     // Left for the restarts below.
     assert_eq!(
         push(&broker, "secret", "s-1", SECRET).await,
@@ -100,7 +94,7 @@ async fn encrypted_queues_end_to_end(db: &TestDb) {
 
     // With the key again: everything is there, and nothing more.
     let broker = Broker::start(&db.url, &key_flag);
-    assert_eq!(consume(&broker, "ksecret", "g2", 3), kafka_values(3));
+    assert_eq!(consume(&broker, "ksecret"), kafka_values(3));
     let (status, popped) = pop(&broker, "secret").await;
     assert_eq!(status, StatusCode::OK);
     let messages = popped["messages"].as_array().expect("messages");
@@ -194,49 +188,17 @@ fn kafka_values(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{SECRET}-k{i}")).collect()
 }
 
-/// Produces `n` records; the first failure, if any.
+/// Produces `n` records to `topic`; the first failure, if any (after 5 s).
 async fn produce(broker: &Broker, topic: &str, n: usize) -> Result<(), String> {
-    let producer: FutureProducer = kafka_config(broker)
+    let values = kafka_values(n);
+    let values: Vec<&str> = values.iter().map(String::as_str).collect();
+    let config = kafka_config(broker)
         .set("message.timeout.ms", "5000")
-        .create()
-        .expect("producer");
-    for value in kafka_values(n) {
-        let record = FutureRecord::to(topic)
-            .key("k")
-            .payload(&value)
-            .partition(0);
-        producer
-            .send(record, TIMEOUT)
-            .await
-            .map_err(|(e, _)| e.to_string())?;
-    }
-    Ok(())
+        .clone();
+    security::produce(&config, topic, &values).await
 }
 
-/// The values of the first `n` records of partition 0, read by a new group.
-fn consume(broker: &Broker, topic: &str, group: &str, n: usize) -> Vec<String> {
-    let consumer: BaseConsumer = kafka_config(broker)
-        .set("group.id", group)
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .expect("consumer");
-    consumer.subscribe(&[topic]).expect("subscribe");
-    let deadline = Instant::now() + TIMEOUT;
-    let (mut values, mut last_error) = (Vec::new(), None);
-    while values.len() < n {
-        assert!(
-            Instant::now() < deadline,
-            "only {values:?} arrived; last error {last_error:?}"
-        );
-        // Errors are retried: right after a restart the broker that
-        // stopped may still be listed for a while.
-        match consumer.poll(Duration::from_millis(200)) {
-            Some(Ok(m)) => {
-                values.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned())
-            }
-            Some(Err(e)) => last_error = Some(e),
-            None => {}
-        }
-    }
-    values
+/// Every value of partition 0 of `topic`.
+fn consume(broker: &Broker, topic: &str) -> Vec<String> {
+    security::read_all(&kafka_config(broker), topic)
 }

@@ -137,12 +137,20 @@ pub(crate) fn read_all(config: &ClientConfig, topic: &str) -> Vec<String> {
         .expect("partition");
     consumer.assign(&tpl).expect("assign");
     let deadline = Instant::now() + TIMEOUT;
-    let mut values = Vec::new();
+    let (mut values, mut last_error) = (Vec::new(), None);
     while (values.len() as i64) < high {
-        assert!(Instant::now() < deadline, "read {values:?} of {high}");
-        if let Some(m) = consumer.poll(Duration::from_millis(100)) {
-            let m = m.expect("consume");
-            values.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned());
+        assert!(
+            Instant::now() < deadline,
+            "read {values:?} of {high}; last error {last_error:?}"
+        );
+        // Errors are retried until the deadline: right after a restart the
+        // broker that stopped may still be listed for a while.
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                values.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned())
+            }
+            Some(Err(e)) => last_error = Some(e),
+            None => {}
         }
     }
     values
