@@ -571,7 +571,21 @@ async fn two_brokers_on_postgres_serve_the_same_partitions() {
         .collect();
     values.sort_unstable();
     assert_eq!(values, (0..40).collect::<Vec<u32>>());
-    drop((a, b));
+
+    // A broker that stops withdraws at once: the other lists only itself,
+    // and leads every partition, before any heartbeat could go stale.
+    drop(ca);
+    a.terminate();
+    let metadata = c.fetch_metadata(Some("spread"), TIMEOUT).expect("metadata");
+    let ids: Vec<i32> = metadata.brokers().iter().map(|b| b.id()).collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let leaders: Vec<i32> = metadata.topics()[0]
+        .partitions()
+        .iter()
+        .map(|p| p.leader())
+        .collect();
+    assert_eq!(leaders, [ids[0]; 4]);
+    drop(b);
 }
 
 /// A librdkafka consumer's commit is the native group's position.

@@ -115,6 +115,14 @@ impl Broker {
         }
     }
 
+    /// Withdraws the registration, so that other brokers stop sending
+    /// clients here (their Metadata lists live brokers only).
+    pub async fn leave(&self) {
+        if let Err(e) = self.engine.broker_leave(self.node_id).await {
+            tracing::warn!(error = %e, "kafka: withdrawing the broker's registration failed");
+        }
+    }
+
     /// The live brokers, at their addresses on the listener named
     /// `listener`; this one at least, even if its heartbeat is late.
     pub async fn live_brokers(&self, listener: &str) -> Result<Vec<BrokerInfo>, StorageError> {

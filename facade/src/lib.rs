@@ -104,7 +104,8 @@ impl FacadeConfig {
 
 /// Accepts Kafka connections on every bound listener for the registered
 /// `broker` until `shutdown` resolves, keeping its registration alive
-/// meanwhile. The connection limit is shared by all listeners.
+/// meanwhile and withdrawing it then. The connection limit is shared by
+/// all listeners.
 pub async fn serve(
     listeners: Vec<(TcpListener, Arc<Listener>)>,
     broker: Arc<Broker>,
@@ -136,6 +137,7 @@ pub async fn serve(
     }
     heartbeat.abort();
     group_timers.abort();
+    broker.leave().await;
 }
 
 async fn accept_forever(

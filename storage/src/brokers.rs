@@ -14,7 +14,13 @@ impl Engine {
 
     /// Records that broker `id` is alive.
     pub async fn broker_heartbeat(&self, id: i32) -> Result<()> {
-        crate::sql::brokers::heartbeat(&self.inner.store, id, self.inner.clock.now_ms()).await
+        crate::sql::brokers::set_heartbeat(&self.inner.store, id, self.inner.clock.now_ms()).await
+    }
+
+    /// Records that broker `id` has stopped: the others stop listing it at
+    /// once, rather than send clients to it until its heartbeat is stale.
+    pub async fn broker_leave(&self, id: i32) -> Result<()> {
+        crate::sql::brokers::set_heartbeat(&self.inner.store, id, 0).await
     }
 
     /// The brokers that sent a heartbeat within the last `within_ms`.

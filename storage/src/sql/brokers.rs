@@ -22,12 +22,12 @@ pub(crate) async fn register(store: &Store, host: &str, port: i32, now_ms: i64) 
     Ok(id)
 }
 
-/// Records that broker `id` is alive.
-pub(crate) async fn heartbeat(store: &Store, id: i32, now_ms: i64) -> Result<()> {
+/// Records `at_ms` as broker `id`'s last heartbeat (0: it has left).
+pub(crate) async fn set_heartbeat(store: &Store, id: i32, at_ms: i64) -> Result<()> {
     let mut tx = store.begin_write().await?;
     on_db!(tx.conn(), c => {
         sqlx::query("UPDATE brokers SET heartbeat_at = $1 WHERE id = $2")
-            .bind(now_ms)
+            .bind(at_ms)
             .bind(id)
             .execute(c)
             .await?;
