@@ -63,8 +63,19 @@ pub struct Config {
     /// with `encryptionEnabled` at rest: 64 hexadecimal digits (e.g. from
     /// `openssl rand -hex 32`) or the 32 raw bytes. Without it, such
     /// queues refuse pushes and reads.
-    #[arg(long, env = "QUEEN_ENCRYPTION_KEY_FILE")]
+    #[arg(long, env = "QUEEN_ENCRYPTION_KEY_FILE", global = true)]
     pub encryption_key_file: Option<std::path::PathBuf>,
+
+    /// Key files of retired encryption keys, comma-separated: they only
+    /// open the payloads they sealed, until `queen reseal` has sealed those
+    /// again under the current key (`--encryption-key-file`).
+    #[arg(
+        long,
+        env = "QUEEN_ENCRYPTION_RETIRED_KEY_FILES",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub encryption_retired_key_files: Vec<std::path::PathBuf>,
 
     /// Largest Kafka request frame accepted, in bytes.
     #[arg(long, env = "QUEEN_MAX_KAFKA_REQUEST_BYTES", default_value_t = 100 * 1024 * 1024)]
@@ -270,6 +281,11 @@ pub enum Command {
     /// database and shared by every broker on it).
     #[command(subcommand)]
     User(UserCommand),
+    /// Seals again under the current key (`--encryption-key-file`) every
+    /// stored payload sealed under a retired key
+    /// (`--encryption-retired-key-files`), while brokers keep serving.
+    /// Once it reports none left, the retired keys can be dropped.
+    Reseal,
 }
 
 /// `queen user …`.

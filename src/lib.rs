@@ -20,7 +20,7 @@ use std::future::Future;
 use anyhow::Context;
 use std::sync::Arc;
 
-use storage::sealing::PayloadKey;
+use storage::sealing::{Keyring, PayloadKey};
 use storage::{Engine, SystemClock};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -32,21 +32,7 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let payload_key = config
-        .encryption_key_file
-        .as_deref()
-        .map(PayloadKey::from_file)
-        .transpose()?;
-    if let Some(key) = &payload_key {
-        tracing::info!(key_id = %key.id(), "payloads of encrypted queues are sealed at rest");
-    }
-    let engine = Engine::open(
-        &config.database_url,
-        Arc::new(SystemClock),
-        payload_key.as_ref(),
-    )
-    .await
-    .with_context(|| format!("opening the database {}", redact(&config.database_url)))?;
+    let engine = open_engine(&config).await?;
     engine.set_dedup_memory(config.dedup_memory_mb.saturating_mul(1 << 20));
     let http = TcpListener::bind(config.http_addr)
         .await
@@ -189,6 +175,44 @@ pub async fn run(
     sampler.await?;
     engine.close().await;
     Ok(())
+}
+
+/// Opens the database of `config` with its payload keys.
+pub async fn open_engine(config: &Config) -> anyhow::Result<Engine> {
+    let keys = keyring(config)?;
+    Engine::open(&config.database_url, Arc::new(SystemClock), &keys)
+        .await
+        .with_context(|| format!("opening the database {}", redact(&config.database_url)))
+}
+
+/// The payload keys of `config`: the current one seals, retired ones only
+/// open.
+fn keyring(config: &Config) -> anyhow::Result<Keyring> {
+    let current = config
+        .encryption_key_file
+        .as_deref()
+        .map(PayloadKey::from_file)
+        .transpose()?;
+    let retired = config
+        .encryption_retired_key_files
+        .iter()
+        .map(|path| PayloadKey::from_file(path))
+        .collect::<Result<Vec<_>, _>>()?;
+    match &current {
+        Some(key) => {
+            let retired: Vec<String> = retired.iter().map(PayloadKey::id).collect();
+            tracing::info!(
+                key_id = %key.id(),
+                retired = %retired.join(","),
+                "payloads of encrypted queues are sealed at rest"
+            );
+        }
+        None if !retired.is_empty() => anyhow::bail!(
+            "--encryption-retired-key-files needs --encryption-key-file: the key that seals from now on"
+        ),
+        None => {}
+    }
+    Ok(Keyring::new(current, retired))
 }
 
 /// The most expired KV rows one sweep step deletes: each step is one short

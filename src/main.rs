@@ -1,5 +1,7 @@
-//! `queen`: runs the broker with both front doors, or manages its users.
+//! `queen`: runs the broker with both front doors, manages its users, or
+//! rotates its payload key.
 
+mod reseal_command;
 mod user_command;
 
 use std::io::IsTerminal;
@@ -22,6 +24,7 @@ async fn main() -> anyhow::Result<()> {
     }
     match &config.command {
         Some(Command::User(command)) => user_command::run(&config.database_url, command).await,
+        Some(Command::Reseal) => reseal_command::run(&config).await,
         None => queen::run(config, queen::shutdown_signal()).await,
     }
 }

@@ -3,7 +3,9 @@
 //! or produced with librdkafka) are read back in clear through both doors,
 //! and the database (the SQLite files, a `pg_dump` of PostgreSQL) holds none
 //! of them in clear. A broker restarted without the key refuses those
-//! queues with a clear error, writes nothing, and serves the others.
+//! queues with a clear error, writes nothing, and serves the others. A key
+//! rotation (`--encryption-retired-key-files`, `queen reseal`) keeps every
+//! payload readable and ends with none under the retired key.
 
 mod support;
 
@@ -105,6 +107,71 @@ async fn encrypted_queues_end_to_end(db: &TestDb) {
     );
     assert_eq!(messages[0]["transactionId"], "s-1");
     assert_eq!(messages[0]["data"]["data"], SECRET);
+    assert_eq!(
+        push(&broker, "secret", "s-2", SECRET).await,
+        StatusCode::CREATED
+    );
+    broker.terminate();
+
+    rotate_key(db, &key_file).await;
+}
+
+/// A key rotation: a broker given a new key and the old one as retired
+/// reads everything and seals with the new key; `queen reseal`, run while
+/// it serves, seals the old key's payloads again; then the new key alone
+/// reads everything.
+async fn rotate_key(db: &TestDb, old_key: &Path) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let new_key = dir.path().join("new.key");
+    std::fs::write(&new_key, format!("{}\n", "a7".repeat(32))).expect("key file");
+    let (old_key, new_key) = (
+        old_key.to_str().expect("utf-8 path"),
+        new_key.to_str().expect("utf-8 path"),
+    );
+    let rotated = [
+        "--encryption-key-file",
+        new_key,
+        "--encryption-retired-key-files",
+        old_key,
+    ];
+    let broker = Broker::start(&db.url, &rotated);
+    assert_eq!(consume(&broker, "ksecret"), kafka_values(3));
+    assert_eq!(
+        push(&broker, "secret", "s-3", SECRET).await,
+        StatusCode::CREATED
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_queen"))
+        .args(["reseal", "--database-url", &db.url])
+        .args(rotated)
+        .env("QUEEN_LOG", "warn")
+        .output()
+        .expect("queen reseal");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "queen reseal: {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The topic's three segments (one record each) and the queue's s-0,
+    // s-1 and s-2; not s-3's, sealed under the new key.
+    assert!(
+        stdout.contains("resealed 6 segments and 0 dead letters"),
+        "{stdout}"
+    );
+    broker.terminate();
+    assert_nothing_in_clear(db).await;
+
+    let after = Broker::start(&db.url, &["--encryption-key-file", new_key]);
+    assert_eq!(consume(&after, "ksecret"), kafka_values(3));
+    let (status, popped) = pop(&after, "secret").await;
+    assert_eq!(status, StatusCode::OK, "{popped}");
+    let txns: Vec<&Value> = popped["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| &m["transactionId"])
+        .collect();
+    assert_eq!(txns, ["s-2", "s-3"], "{popped}");
 }
 
 /// Fails unless no payload of an encrypted queue is stored in clear (as

@@ -54,6 +54,7 @@ mod partitions;
 mod postgres;
 pub mod producers;
 pub mod record;
+mod reseal;
 mod retention;
 pub mod sealing;
 mod sql;
@@ -90,6 +91,7 @@ pub use model::{
 };
 pub use options::QueueOptions;
 pub use record::{Content, Header, KafkaRecord, Record};
+pub use reseal::ResealReport;
 pub use stats::{GroupLag, PoolStats, TopicStats};
 pub use topics::TopicCreation;
 pub use txn::{TxnOp, TxnOpResult, TxnOutcome, TxnRequest, TxnRollback};
@@ -152,21 +154,18 @@ impl Engine {
 
     /// Connects to `url`, measuring every window with `clock`.
     pub async fn connect_with_clock(url: &str, clock: Arc<dyn Clock>) -> Result<Self> {
-        Self::open(url, clock, None).await
+        Self::open(url, clock, &sealing::Keyring::default()).await
     }
 
-    /// Connects to `url`, measuring every window with `clock`; with
-    /// `payload_key`, the payloads of queues with `encryptionEnabled` are
-    /// sealed and opened under it. Without one, such queues refuse pushes
-    /// and reads with [`sealing::SealError::NoKey`].
-    pub async fn open(
-        url: &str,
-        clock: Arc<dyn Clock>,
-        payload_key: Option<&sealing::PayloadKey>,
-    ) -> Result<Self> {
+    /// Connects to `url`, measuring every window with `clock`; the
+    /// payloads of queues with `encryptionEnabled` are sealed under the
+    /// current key of `keys` and opened with whichever of its keys sealed
+    /// them. Without a key, such queues refuse pushes and reads with
+    /// [`sealing::SealError::NoKey`].
+    pub async fn open(url: &str, clock: Arc<dyn Clock>, keys: &sealing::Keyring) -> Result<Self> {
         let store = Store::connect(url).await?;
         let cache = Arc::new(dedup::DedupCache::new(DEFAULT_DEDUP_MEMORY_BYTES));
-        let sealer = Arc::new(sealing::Sealer::new(payload_key));
+        let sealer = Arc::new(sealing::Sealer::new(keys));
         let committer = Committer::start(
             store.clone(),
             clock.clone(),

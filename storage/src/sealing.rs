@@ -19,6 +19,10 @@
 //!
 //! Only payloads are sealed: offsets, timestamps, counts and the dedup
 //! sidecar's hashes stay in clear, as the engine searches them.
+//!
+//! Keys rotate through a [`Keyring`]: its current key seals, and retired
+//! keys still open what they sealed until [`crate::Engine::reseal`] has
+//! sealed all of it again under the current key.
 
 use std::path::Path;
 
@@ -31,8 +35,9 @@ const MAGIC: u8 = 0xE5;
 /// The bytes of the key id.
 const KEY_ID_LEN: usize = 4;
 
-/// The bytes before the ciphertext.
-const HEADER_LEN: usize = 1 + KEY_ID_LEN + NONCE_LEN;
+/// The bytes before the ciphertext: they tell one sealing of a blob from
+/// any other, as the nonce is drawn afresh each time.
+pub(crate) const HEADER_LEN: usize = 1 + KEY_ID_LEN + NONCE_LEN;
 
 /// The bytes of the GCM tag after the ciphertext.
 const TAG_LEN: usize = 16;
@@ -46,15 +51,15 @@ pub enum SealError {
          (start it with --encryption-key-file)"
     )]
     NoKey,
-    /// The payload was sealed under another key than the broker's.
+    /// The payload was sealed under a key the broker does not have.
     #[error(
         "the payload was encrypted with another key (key id {sealed_with}) than this broker's \
-         (key id {ours})"
+         (key ids {ours})"
     )]
     WrongKey {
         /// The id of the key the payload was sealed with.
         sealed_with: String,
-        /// The id of the broker's key.
+        /// The ids of the broker's keys, current first.
         ours: String,
     },
     /// The payload failed authentication: it was damaged or tampered with.
@@ -131,51 +136,104 @@ impl PayloadKey {
     }
 }
 
-/// Seals and opens payloads with the broker's key, if it has one.
+/// The keys a broker seals and opens payloads with.
+#[derive(Debug, Clone, Default)]
+pub struct Keyring {
+    current: Option<PayloadKey>,
+    retired: Vec<PayloadKey>,
+}
+
+impl Keyring {
+    /// `current` seals and opens; each of `retired` only opens, while the
+    /// payloads it sealed are sealed again under `current`.
+    pub fn new(current: Option<PayloadKey>, retired: Vec<PayloadKey>) -> Self {
+        Self { current, retired }
+    }
+
+    /// The key that seals.
+    pub fn current(&self) -> Option<&PayloadKey> {
+        self.current.as_ref()
+    }
+
+    /// The keys that only open.
+    pub fn retired(&self) -> &[PayloadKey] {
+        &self.retired
+    }
+}
+
+/// One key, ready to seal and open.
+struct Key {
+    cipher: LessSafeKey,
+    id: [u8; KEY_ID_LEN],
+}
+
+impl Key {
+    fn new(key: &PayloadKey) -> Option<Self> {
+        let cipher = UnboundKey::new(&AES_256_GCM, &key.0).ok()?;
+        Some(Self {
+            cipher: LessSafeKey::new(cipher),
+            id: key_id(&key.0),
+        })
+    }
+}
+
+/// Seals payloads with the broker's current key, if it has one, and opens
+/// them with whichever of its keys sealed them.
 pub(crate) struct Sealer {
-    key: Option<(LessSafeKey, [u8; KEY_ID_LEN])>,
+    current: Option<Key>,
+    retired: Vec<Key>,
     random: SystemRandom,
 }
 
 impl std::fmt::Debug for Sealer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let id = self.key.as_ref().map(|(_, id)| hex(id));
-        f.debug_struct("Sealer").field("key_id", &id).finish()
+        f.debug_struct("Sealer")
+            .field("key_ids", &self.ids())
+            .finish()
     }
 }
 
 impl Sealer {
-    /// A sealer with `key`, or one that opens nothing sealed.
-    pub(crate) fn new(key: Option<&PayloadKey>) -> Self {
-        let key = key.and_then(|k| {
-            let cipher = UnboundKey::new(&AES_256_GCM, &k.0).ok()?;
-            Some((LessSafeKey::new(cipher), key_id(&k.0)))
-        });
+    /// A sealer with the keys of `keys` (none: it opens nothing sealed).
+    pub(crate) fn new(keys: &Keyring) -> Self {
         Self {
-            key,
+            current: keys.current.as_ref().and_then(Key::new),
+            retired: keys.retired.iter().filter_map(Key::new).collect(),
             random: SystemRandom::new(),
         }
     }
 
     /// Whether the broker has a key to seal with.
     pub(crate) fn has_key(&self) -> bool {
-        self.key.is_some()
+        self.current.is_some()
+    }
+
+    /// Whether `blob` is sealed under another key than the current one, so
+    /// that [`crate::Engine::reseal`] should seal it again. `head` is at
+    /// least the blob's first [`HEADER_LEN`] bytes.
+    pub(crate) fn is_stale(&self, head: &[u8]) -> bool {
+        is_sealed(head)
+            && self
+                .current
+                .as_ref()
+                .is_some_and(|k| head.get(1..1 + KEY_ID_LEN) != Some(&k.id[..]))
     }
 
     /// `plain` sealed.
     pub(crate) fn seal(&self, plain: &[u8]) -> Result<Vec<u8>, SealError> {
-        let (key, id) = self.key.as_ref().ok_or(SealError::NoKey)?;
+        let key = self.current.as_ref().ok_or(SealError::NoKey)?;
         let mut nonce = [0u8; NONCE_LEN];
         self.random
             .fill(&mut nonce)
             .map_err(|_| SealError::Random)?;
         let mut out = Vec::with_capacity(HEADER_LEN + plain.len() + TAG_LEN);
         out.push(MAGIC);
-        out.extend_from_slice(id);
+        out.extend_from_slice(&key.id);
         out.extend_from_slice(&nonce);
         out.extend_from_slice(plain);
         let (header, body) = out.split_at_mut(HEADER_LEN);
         let tag = key
+            .cipher
             .seal_in_place_separate_tag(
                 Nonce::assume_unique_for_key(nonce),
                 Aad::from(&header[..1 + KEY_ID_LEN]),
@@ -200,24 +258,39 @@ impl Sealer {
 
     /// Decrypts the body of the sealed `blob` in place; returns the plaintext.
     fn open_in_place<'b>(&self, blob: &'b mut [u8]) -> Result<&'b [u8], SealError> {
-        let (key, ours) = self.key.as_ref().ok_or(SealError::NoKey)?;
+        if self.current.is_none() && self.retired.is_empty() {
+            return Err(SealError::NoKey);
+        }
         if blob.len() < HEADER_LEN + TAG_LEN {
             return Err(SealError::Damaged);
         }
         let (header, body) = blob.split_at_mut(HEADER_LEN);
         let sealed_with = &header[1..1 + KEY_ID_LEN];
-        if sealed_with != ours {
-            return Err(SealError::WrongKey {
+        let key = self
+            .current
+            .iter()
+            .chain(&self.retired)
+            .find(|k| k.id == sealed_with)
+            .ok_or_else(|| SealError::WrongKey {
                 sealed_with: hex(sealed_with),
-                ours: hex(ours),
-            });
-        }
+                ours: self.ids().join(", "),
+            })?;
         let nonce = Nonce::try_assume_unique_for_key(&header[1 + KEY_ID_LEN..])
             .map_err(|_| SealError::Damaged)?;
         let plain = key
+            .cipher
             .open_in_place(nonce, Aad::from(&header[..1 + KEY_ID_LEN]), body)
             .map_err(|_| SealError::Damaged)?;
         Ok(plain)
+    }
+
+    /// The ids of the keys, current first.
+    fn ids(&self) -> Vec<String> {
+        self.current
+            .iter()
+            .chain(&self.retired)
+            .map(|k| hex(&k.id))
+            .collect()
     }
 }
 
@@ -252,7 +325,7 @@ mod tests {
     use super::*;
 
     fn sealer(byte: u8) -> Sealer {
-        Sealer::new(Some(&PayloadKey::new([byte; 32])))
+        Sealer::new(&Keyring::new(Some(PayloadKey::new([byte; 32])), Vec::new()))
     }
 
     #[test]
@@ -269,7 +342,7 @@ mod tests {
 
     #[test]
     fn clear_blobs_pass_through_even_without_a_key() {
-        let none = Sealer::new(None);
+        let none = Sealer::new(&Keyring::default());
         let plain = vec![0x1f, 1, 2, 3];
         assert_eq!(none.open(plain.clone()).unwrap(), plain);
         assert_eq!(none.seal(&plain), Err(SealError::NoKey));
@@ -279,7 +352,7 @@ mod tests {
     fn a_missing_wrong_or_damaged_key_is_an_error_not_ciphertext() {
         let sealed = sealer(1).seal(b"\x02secret").unwrap();
         assert_eq!(
-            Sealer::new(None).open(sealed.clone()),
+            Sealer::new(&Keyring::default()).open(sealed.clone()),
             Err(SealError::NoKey)
         );
         assert!(matches!(
@@ -295,6 +368,28 @@ mod tests {
             sealer(1).open(sealed[..10].to_vec()),
             Err(SealError::Damaged)
         );
+    }
+
+    #[test]
+    fn retired_keys_open_what_they_sealed_and_only_the_current_key_seals() {
+        let old = sealer(1).seal(b"\x02sealed before the rotation").unwrap();
+        let rotated = Sealer::new(&Keyring::new(
+            Some(PayloadKey::new([2; 32])),
+            vec![PayloadKey::new([1; 32])],
+        ));
+        assert_eq!(
+            rotated.open(old.clone()).unwrap(),
+            b"\x02sealed before the rotation"
+        );
+        assert!(rotated.is_stale(&old[..HEADER_LEN]));
+        let new = rotated.seal(b"\x02after").unwrap();
+        assert!(!rotated.is_stale(&new[..HEADER_LEN]));
+        assert!(!rotated.is_stale(&[0x01, 2, 3]));
+        // The old key alone no longer opens what the rotated broker seals.
+        assert!(matches!(
+            sealer(1).open(new),
+            Err(SealError::WrongKey { .. })
+        ));
     }
 
     #[test]

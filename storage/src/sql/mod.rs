@@ -9,7 +9,8 @@
 //! positions, subscriptions and admin; [`dead_letters`]: the DLQ;
 //! [`retention`]: log-start movement, deleting segments, duty leases;
 //! [`stats`]: what a metrics scrape reads, aggregated by the database.
-//! [`users`]: SCRAM credentials; [`acls`]: Kafka ACLs.
+//! [`users`]: SCRAM credentials; [`acls`]: Kafka ACLs; [`reseal`]: sealed
+//! payloads rewritten for a key rotation.
 
 pub(crate) mod acls;
 pub(crate) mod brokers;
@@ -21,6 +22,7 @@ pub(crate) mod groups;
 pub(crate) mod kv;
 pub(crate) mod offsets;
 pub(crate) mod producers;
+pub(crate) mod reseal;
 pub(crate) mod retention;
 pub(crate) mod segments;
 pub(crate) mod stats;

@@ -47,6 +47,7 @@ contract!(
     sealing::encrypted_payloads_are_sealed_at_rest_and_read_in_clear,
     sealing::compaction_keeps_sealed_segments_sealed,
     sealing::a_broker_without_the_key_refuses_encrypted_queues,
+    sealing::a_rotated_key_reads_old_payloads_and_reseals_them,
     stats::topic_stats_sum_partitions_and_estimate_sizes,
     stats::group_lag_counts_kafka_and_native_groups,
     stats::pools_and_database_size_are_reported,

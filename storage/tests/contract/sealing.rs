@@ -2,9 +2,10 @@
 //! are sealed in every table that holds them (segments, dead letters) and
 //! read back in clear on every path (pop, read by offset, dedup, message
 //! lookup, dead letters, compaction); a broker without the key, or with
-//! another one, refuses those queues rather than answer ciphertext.
+//! another one, refuses those queues rather than answer ciphertext; a
+//! rotated key reads what the retired one sealed and seals it again.
 
-use storage::sealing::{PayloadKey, SealError};
+use storage::sealing::{Keyring, PayloadKey, SealError};
 use storage::{AckStatus, Content, Engine, PushStatus, QueueOptions, StorageError};
 
 use crate::consume::{ack, acks, dead_letters, pop};
@@ -54,7 +55,12 @@ fn holds(blobs: &[Vec<u8>], text: &str) -> bool {
 }
 
 async fn push_secrets(engine: &Engine, n: usize) {
-    let items = (0..n)
+    push_secrets_from(engine, 0, n).await;
+}
+
+/// Pushes `n` secrets numbered from `first`.
+async fn push_secrets_from(engine: &Engine, first: usize, n: usize) {
+    let items = (first..first + n)
         .map(|i| json_item("secret", "p", Some(&format!("s-{i}")), &payload(i)))
         .collect();
     let out = engine.push(items).await.expect("push");
@@ -188,4 +194,77 @@ pub(crate) async fn a_broker_without_the_key_refuses_encrypted_queues(db: &Db) {
             .len(),
         2
     );
+}
+
+/// The key id a sealed blob names (bytes 1..5), as [`PayloadKey::id`] shows it.
+fn sealed_with(blob: &[u8]) -> String {
+    blob[1..5].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub(crate) async fn a_rotated_key_reads_old_payloads_and_reseals_them(db: &Db) {
+    let (old, new) = (key(1), key(2));
+    let before = db.engine_with_key(Some(&old)).await;
+    before
+        .configure_queue("secret", &encrypted())
+        .await
+        .expect("configure");
+    push_secrets(&before, 3).await;
+    let held = pop(&before, "secret", "g", 1).await;
+    let mut items = acks(&held, AckStatus::Completed);
+    items[0].status = AckStatus::Dlq;
+    assert!(ack(&before, "g", items).await.iter().all(|r| r.success()));
+    let clear = json_item("clear", "p", None, &format!("{{\"data\":\"{CLEAR}\"}}"));
+    before.push(vec![clear]).await.expect("push in clear");
+
+    // The rotated broker reads what the old key sealed, seals with the new.
+    let rotated = db
+        .engine_with_keys(&Keyring::new(Some(new.clone()), vec![old.clone()]))
+        .await;
+    push_secrets_from(&rotated, 3, 1).await;
+    let read = rotated.read("secret", "p", 0, 10).await.expect("read");
+    let payloads: Vec<&str> = read.iter().map(|m| json_of(&m.record.content)).collect();
+    assert_eq!(payloads, [payload(0), payload(1), payload(2), payload(3)]);
+    let sealed: Vec<String> = stored_blobs(db)
+        .await
+        .iter()
+        .filter(|b| !holds(&[b.to_vec()], CLEAR))
+        .map(|b| sealed_with(b))
+        .collect();
+    assert!(
+        sealed.contains(&old.id()) && sealed.contains(&new.id()),
+        "{sealed:?}"
+    );
+
+    let report = rotated.reseal(|_| {}).await.expect("reseal");
+    // The old key's segment and dead letter; not the new key's segment nor
+    // the queue in clear.
+    assert_eq!((report.segments, report.dead_letters), (1, 1), "{report:?}");
+    assert_eq!(report.changed_meanwhile, 0);
+    assert_eq!(report.examined, 4);
+    let blobs = stored_blobs(db).await;
+    assert!(holds(&blobs, CLEAR), "the blob in clear is left in clear");
+    for blob in blobs.iter().filter(|b| !holds(&[b.to_vec()], CLEAR)) {
+        assert_eq!(sealed_with(blob), new.id());
+    }
+    assert!(!holds(&blobs, SECRET));
+    let again = rotated.reseal(|_| {}).await.expect("reseal again");
+    assert_eq!((again.segments, again.dead_letters), (0, 0));
+
+    // The new key alone now opens everything; the old one alone nothing.
+    let after = db.engine_with_key(Some(&new)).await;
+    let read = after.read("secret", "p", 0, 10).await.expect("read");
+    assert_eq!(read.len(), 4);
+    let letters = dead_letters(&after, "secret").await;
+    assert_eq!(json_of(&letters.letters[0].record.content), payload(0));
+    let stale = before.read("secret", "p", 0, 10).await;
+    assert!(
+        matches!(stale, Err(StorageError::Sealed(SealError::WrongKey { .. }))),
+        "{stale:?}"
+    );
+    // A rotation without a current key is refused.
+    let keyless = db.engine().await;
+    assert!(matches!(
+        keyless.reseal(|_| {}).await,
+        Err(StorageError::Sealed(SealError::NoKey))
+    ));
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use sqlx::Connection;
-use storage::sealing::PayloadKey;
+use storage::sealing::{Keyring, PayloadKey};
 use storage::{Clock, Engine, ManualClock};
 use test_support::{Backend, TestDb};
 
@@ -48,8 +48,14 @@ impl Db {
 
     /// An engine as [`Db::engine`], sealing encrypted queues with `key`.
     pub(crate) async fn engine_with_key(&self, key: Option<&PayloadKey>) -> Engine {
+        self.engine_with_keys(&Keyring::new(key.cloned(), Vec::new()))
+            .await
+    }
+
+    /// An engine as [`Db::engine`], with the keys of `keys`.
+    pub(crate) async fn engine_with_keys(&self, keys: &Keyring) -> Engine {
         let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
-        Engine::open(&self.url, clock, key)
+        Engine::open(&self.url, clock, keys)
             .await
             .expect("engine connects")
     }
