@@ -269,13 +269,7 @@ impl Broker {
 
     /// The name of the topic with Kafka topic id `id`.
     pub async fn topic_name(&self, id: Uuid) -> Result<Option<String>, StorageError> {
-        Ok(self
-            .engine
-            .queues()
-            .await?
-            .into_iter()
-            .find(|q| q.topic_id == id)
-            .map(|q| q.name))
+        self.engine.topic_name(id).await
     }
 
     /// The id of partition `index` of `topic` (created with the broker's

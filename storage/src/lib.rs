@@ -227,6 +227,11 @@ impl Engine {
         sql::catalog::queue(&self.inner.store, name).await
     }
 
+    /// The name of the queue whose Kafka topic id is `topic_id`.
+    pub async fn topic_name(&self, topic_id: uuid::Uuid) -> Result<Option<String>> {
+        sql::catalog::name_of_topic(&self.inner.store, topic_id).await
+    }
+
     /// Every queue, by name.
     pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
         sql::catalog::queues(&self.inner.store).await

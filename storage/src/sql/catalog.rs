@@ -312,6 +312,16 @@ pub(crate) async fn queue(store: &Store, name: &str) -> Result<Option<QueueInfo>
     })
 }
 
+/// The name of the queue whose Kafka topic id is `topic_id`.
+pub(crate) async fn name_of_topic(store: &Store, topic_id: uuid::Uuid) -> Result<Option<String>> {
+    Ok(on_db!(store.reader(), pool => sqlx::query_scalar(
+        "SELECT name FROM queues WHERE topic_id = $1",
+    )
+    .bind(topic_id.to_string())
+    .fetch_optional(pool)
+    .await?))
+}
+
 /// Every queue with its partitions, by name.
 pub(crate) async fn queues(store: &Store) -> Result<Vec<QueueInfo>> {
     queues_where(store, "TRUE").await

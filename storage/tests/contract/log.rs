@@ -119,6 +119,16 @@ pub(crate) async fn topics_are_created_once_with_numbered_partitions(db: &Db) {
     let native = engine.queue("native").await.expect("read").expect("exists");
     assert_eq!(native.options.dedup_window_seconds, 3600);
     assert_eq!(native.topic_id.get_version_num(), 4);
+    // Topic ids name their queues (Fetch and Produce v13+), and only those.
+    let t = engine.queue("t").await.expect("read").expect("exists");
+    for (id, name) in [(native.topic_id, "native"), (t.topic_id, "t")] {
+        assert_eq!(
+            engine.topic_name(id).await.expect("lookup").as_deref(),
+            Some(name)
+        );
+    }
+    let unknown = uuid::Uuid::new_v4();
+    assert_eq!(engine.topic_name(unknown).await.expect("lookup"), None);
 }
 
 pub(crate) async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
