@@ -161,6 +161,10 @@ pub static CATALOGUE: &[ConfigDef] = &[
     def!("message.downconversion.enable", Boolean, Valid::Any, Text("true"),
         "log.message.downconversion.enable",
         "Stored and described; no effect (Fetch v4+ needs no down-conversion)."),
+    def!("message.format.version", String, Valid::Any, Text("3.0-IV1"),
+        "log.message.format.version",
+        "Deprecated; stored and described, and ignored as Kafka 3 ignores it: records are \
+         stored in format v2 and converted for the Fetch and Produce versions that need v0 or v1."),
     def!("message.timestamp.after.max.ms", Long, Valid::Range(0, i64::MAX), Text(LONG_MAX),
         "log.message.timestamp.after.max.ms", "Stored and described; not enforced."),
     def!("message.timestamp.before.max.ms", Long, Valid::Range(0, i64::MAX), Text(LONG_MAX),

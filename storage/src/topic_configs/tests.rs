@@ -209,6 +209,7 @@ fn common_client_configs_are_accepted_as_given() {
         ("min.insync.replicas", "2"),
         ("unclean.leader.election.enable", "TRUE"),
         ("message.downconversion.enable", "false"),
+        ("message.format.version", "0.10.0.0"),
         ("leader.replication.throttled.replicas", "0:1,1:1"),
         ("follower.replication.throttled.replicas", "*"),
     ];
