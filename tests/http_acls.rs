@@ -565,6 +565,66 @@ async fn the_acl_matrix_on_the_http_door(url: &str) {
         .await;
     assert_eq!(after["pending"], 2, "bob moved no position: {after}");
 
+    forbidden(
+        "bob forgets the group on the queue",
+        bob.delete(&format!("/api/v1/consumer-groups/workers/queues/{queue}"))
+            .await,
+        "DELETE",
+        "workers",
+    );
+    forbidden(
+        "bob rewrites the subscription of a group on alice's queue",
+        bob.post(
+            "/api/v1/consumer-groups/workers/subscription",
+            json!({"subscriptionTimestamp": "2020-01-01T00:00:00Z"}),
+        )
+        .await,
+        "READ",
+        queue,
+    );
+    let (_, after) = alice
+        .get(&format!(
+            "/api/v1/resources/queues/{queue}/depth?group=workers"
+        ))
+        .await;
+    assert_eq!(
+        after["pending"], 2,
+        "bob's refused calls moved no position: {after}"
+    );
+    forbidden(
+        "bob's depth of alice's queue",
+        bob.get(&format!(
+            "/api/v1/resources/queues/{queue}/depth?group=workers"
+        ))
+        .await,
+        "DESCRIBE",
+        queue,
+    );
+    forbidden(
+        "alice's dead letters of another group",
+        alice
+            .get(&format!("/api/v1/dlq?queue={queue}&consumerGroup=others"))
+            .await,
+        "DESCRIBE",
+        "others",
+    );
+    let lagging = "/api/v1/consumer-groups/lagging?minLagSeconds=0";
+    let lag = alice.ok(Method::GET, lagging, None).await;
+    assert!(
+        lag.as_array().is_some_and(|l| !l.is_empty()),
+        "alice sees her group's lag: {lag}"
+    );
+    assert_eq!(bob.ok(Method::GET, lagging, None).await, json!([]));
+    forbidden(
+        "bob pops a partition",
+        bob.get(&format!(
+            "/api/v1/pop/queue/{queue}/partition/Default?wait=false"
+        ))
+        .await,
+        "READ",
+        queue,
+    );
+
     // The dashboard's data and the metrics: DESCRIBE on the cluster.
     forbidden(
         "bob scrapes",
@@ -577,6 +637,23 @@ async fn the_acl_matrix_on_the_http_door(url: &str) {
         bob.get("/api/v1/brokers").await,
         "DESCRIBE",
         "kafka-cluster",
+    );
+    for path in ["/api/v1/throughput", "/api/v1/kafka/groups"] {
+        forbidden(path, bob.get(path).await, "DESCRIBE", "kafka-cluster");
+    }
+    forbidden(
+        "bob refreshes stats",
+        bob.post("/api/v1/stats/refresh", json!({})).await,
+        "DESCRIBE",
+        "kafka-cluster",
+    );
+    alice
+        .ok(Method::POST, "/api/v1/stats/refresh", Some(json!({})))
+        .await;
+    assert_eq!(
+        bob.get("/").await.0,
+        StatusCode::OK,
+        "the page holds no data"
     );
     assert_eq!(admin.get("/metrics").await.0, StatusCode::OK);
     assert_eq!(
@@ -593,7 +670,11 @@ async fn the_acl_matrix_on_the_http_door(url: &str) {
         "DELETE",
         queue,
     );
-    assert_eq!(admin.depth(queue).await, Some(2), "still there, as workers left it");
+    assert_eq!(
+        admin.depth(queue).await,
+        Some(2),
+        "still there, as workers left it"
+    );
     let deleted = alice
         .ok(
             Method::DELETE,
