@@ -91,6 +91,7 @@ pub async fn run(
         default_subscription: storage::SubscriptionMode::from_name(
             &config.default_subscription_mode,
         ),
+        authorizer: broker.authorizer.clone(),
     };
     let broker = Arc::new(broker);
     let metrics =
@@ -100,15 +101,18 @@ pub async fn run(
         let (history, stop) = (history.clone(), stop.clone());
         async move { history.sample_until(stop).await }
     });
-    let app = http::auth::protect(
-        http::router(state)
-            .merge(metrics::router(metrics))
-            .merge(dashboard::router(dashboard::DashboardState {
-                broker: broker.clone(),
-                history,
-            })),
-        http_auth,
-    );
+    // The dashboard's data and the metrics name everything: DESCRIBE on
+    // the cluster, when ACLs are on.
+    let outside_api = metrics::router(metrics)
+        .merge(dashboard::router(dashboard::DashboardState {
+            broker: broker.clone(),
+            history,
+        }))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            http::authorize::describe_cluster,
+        ));
+    let app = http::auth::protect(http::router(state).merge(outside_api), http_auth);
     let http_task = tokio::spawn(http::serve(
         http,
         http_tls,

@@ -5,8 +5,9 @@
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use storage::{AckItem, AckResult, AckStatus, PartitionId, QUEUE_MODE_GROUP};
+use storage::{Access, AckItem, AckResult, AckStatus, PartitionId, QUEUE_MODE_GROUP};
 
+use super::authorize::{self, Allowed};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::lenient::{self, Loose, Object, PartitionIdValue, StatusValue};
@@ -60,6 +61,7 @@ struct AckItemBody {
 /// Acknowledges one message.
 pub(super) async fn single(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     JsonBody(body): JsonBody<Loose<Object<AckBody>>>,
 ) -> Result<Json<Vec<AckJson>>, ApiError> {
     let Some(Object(body)) = body.valid() else {
@@ -67,12 +69,13 @@ pub(super) async fn single(
     };
     let group = group(body.consumer_group)?;
     let item = item(body.item, "")?;
-    Ok(Json(apply(&state, &group, vec![item]).await?))
+    Ok(Json(apply(&state, &access, &group, vec![item]).await?))
 }
 
 /// Acknowledges several messages, possibly of several partitions and leases.
 pub(super) async fn batch(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     JsonBody(body): JsonBody<Loose<Object<AckBatchBody>>>,
 ) -> Result<Json<Vec<AckJson>>, ApiError> {
     let Some(Object(body)) = body.valid() else {
@@ -94,7 +97,7 @@ pub(super) async fn batch(
             ))),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Json(apply(&state, &group, items).await?))
+    Ok(Json(apply(&state, &access, &group, items).await?))
 }
 
 /// An item as read from the body: the partition id may not parse, which
@@ -145,13 +148,23 @@ fn item(o: AckItemBody, path: &str) -> Result<Parsed, ApiError> {
     })
 }
 
+/// Acknowledges the items with a partition id, once the caller may READ
+/// the group and every queue named: a refusal acknowledges nothing.
 async fn apply(
     state: &AppState,
+    access: &Access,
     group: &str,
     parsed: Vec<Parsed>,
 ) -> Result<Vec<AckJson>, ApiError> {
     if group.len() > storage::MAX_NAME_BYTES {
         return Err(ApiError::BadRequest("consumerGroup is too long".into()));
+    }
+    if !access.unrestricted() {
+        let acks: Vec<(&str, PartitionId)> = parsed
+            .iter()
+            .filter_map(|p| p.partition_id.map(|id| (group, id)))
+            .collect();
+        authorize::require_ack(state, access, &acks).await?;
     }
     let valid: Vec<AckItem> = parsed
         .iter()

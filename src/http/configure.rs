@@ -4,7 +4,9 @@ use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use storage::AclOperation;
 
+use super::authorize::{self, Allowed};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::lenient::{Loose, Object};
@@ -25,11 +27,12 @@ pub(super) struct ConfigureBody {
     top: OptionsBody,
 }
 
-/// Creates the queue or replaces every option (an omitted one takes its
-/// default). The Kafka topic configs set on the queue are kept: HTTP
+/// Creates the queue (CREATE) or replaces every option (ALTER_CONFIGS;
+/// an omitted one takes its default). The Kafka topic configs set on the queue are kept: HTTP
 /// clients do not know them, and the answer echoes them as `topicConfigs`.
 pub(super) async fn configure(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     JsonBody(body): JsonBody<Loose<Object<ConfigureBody>>>,
 ) -> Result<Json<Value>, ApiError> {
     let Some(Object(body)) = body.valid() else {
@@ -52,6 +55,15 @@ pub(super) async fn configure(
         Loose::Invalid => return Err(ApiError::BadRequest("options must be an object".into())),
     };
     let options = options.into_options().map_err(ApiError::BadRequest)?;
+    if !access.unrestricted() {
+        // As Kafka: CreateTopics (on the cluster or the topic) for a new
+        // queue, AlterConfigs for an existing one.
+        if state.engine.queue(&queue).await?.is_some() {
+            authorize::require_queue(&access, AclOperation::AlterConfigs, &queue)?;
+        } else if !access.cluster(AclOperation::Create) {
+            authorize::require_queue(&access, AclOperation::Create, &queue)?;
+        }
+    }
     let info = state
         .engine
         .configure_keeping_topic_configs(&queue, &options)

@@ -11,8 +11,9 @@ use axum::Json;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use storage::GroupPosition;
+use storage::{Access, AclOperation, GroupPosition, ResourceType};
 
+use super::authorize::{self, Allowed};
 use super::body::{JsonBody, QueryParams};
 use super::error::ApiError;
 use super::lenient::{Loose, Object};
@@ -27,11 +28,23 @@ fn time_lag_seconds(p: &GroupPosition, now: i64) -> i64 {
         .map_or(0, |at| ((now - at) / 1000).max(0))
 }
 
-/// `GET /api/v1/consumer-groups`: one entry per group and queue.
-pub(super) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+/// Whether a listing shows `group`'s position on `queue`: the group as
+/// Kafka's ListGroups shows it, the queue as its Metadata does.
+fn listed(access: &Access, group: &str, queue: &str) -> bool {
+    authorize::may_list_group(access, group) && access.topic(AclOperation::Describe, queue)
+}
+
+/// `GET /api/v1/consumer-groups`: one entry per group and queue the
+/// caller may describe.
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Allowed(access): Allowed,
+) -> Result<Json<Value>, ApiError> {
     let now = state.engine.clock().now_ms();
-    let positions = state.engine.consumer_positions(None, None).await?;
-    let subscriptions = state.engine.subscriptions(None).await?;
+    let mut positions = state.engine.consumer_positions(None, None).await?;
+    let mut subscriptions = state.engine.subscriptions(None).await?;
+    positions.retain(|p| listed(&access, &p.group, &p.queue));
+    subscriptions.retain(|s| listed(&access, &s.group, &s.queue));
     let mut entries: BTreeMap<(String, String), Vec<&GroupPosition>> = BTreeMap::new();
     for p in &positions {
         entries
@@ -79,6 +92,7 @@ pub(super) struct LaggingQuery {
 /// `GET /api/v1/consumer-groups/lagging?minLagSeconds=N`.
 pub(super) async fn lagging(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     QueryParams(query): QueryParams<LaggingQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let min = match query.min_lag_seconds.filter(|v| !v.is_empty()) {
@@ -94,6 +108,7 @@ pub(super) async fn lagging(
         .await?
         .iter()
         .filter(|p| p.lag() > 0 && p.oldest_pending_at_ms.is_some())
+        .filter(|p| listed(&access, &p.group, &p.queue))
         .filter(|p| time_lag_seconds(p, now) >= min)
         .map(|p| {
             let lag = time_lag_seconds(p, now);
@@ -114,14 +129,21 @@ pub(super) async fn lagging(
     Ok(Json(Value::Array(list)))
 }
 
-/// `GET /api/v1/consumer-groups/{group}`: its partitions per queue.
+/// `GET /api/v1/consumer-groups/{group}`: its partitions per queue
+/// (DESCRIBE on the group; the queues the caller may describe, as Kafka's
+/// OffsetFetch).
 pub(super) async fn describe(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path(group): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    authorize::require(&access, AclOperation::Describe, ResourceType::Group, &group)?;
     let now = state.engine.clock().now_ms();
     let mut queues = serde_json::Map::new();
     for p in state.engine.consumer_positions(Some(&group), None).await? {
+        if !access.topic(AclOperation::Describe, &p.queue) {
+            continue;
+        }
         let entry = queues
             .entry(p.queue.clone())
             .or_insert_with(|| json!({"partitions": []}));
@@ -157,12 +179,15 @@ impl DeleteQuery {
     }
 }
 
-/// `DELETE /api/v1/consumer-groups/{group}?deleteMetadata=`.
+/// `DELETE /api/v1/consumer-groups/{group}?deleteMetadata=`: DELETE on
+/// the group (Kafka's DeleteGroups).
 pub(super) async fn delete(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path(group): Path<String>,
     QueryParams(query): QueryParams<DeleteQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    authorize::require(&access, AclOperation::Delete, ResourceType::Group, &group)?;
     let metadata = query.metadata();
     let deleted = state
         .engine
@@ -176,12 +201,16 @@ pub(super) async fn delete(
     })))
 }
 
-/// `DELETE /api/v1/consumer-groups/{group}/queues/{queue}?deleteMetadata=`.
+/// `DELETE /api/v1/consumer-groups/{group}/queues/{queue}?deleteMetadata=`:
+/// DELETE on the group and READ on the queue (Kafka's OffsetDelete).
 pub(super) async fn delete_for_queue(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path((group, queue)): Path<(String, String)>,
     QueryParams(query): QueryParams<DeleteQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    authorize::require(&access, AclOperation::Delete, ResourceType::Group, &group)?;
+    authorize::require_queue(&access, AclOperation::Read, &queue)?;
     let metadata = query.metadata();
     let deleted = state
         .engine
@@ -208,12 +237,16 @@ pub(super) struct SeekBody {
 }
 
 /// `POST /api/v1/consumer-groups/{group}/queues/{queue}/seek`: to the end
-/// (also when the body is empty) or to a timestamp.
+/// (also when the body is empty) or to a timestamp. READ on the group and
+/// the queue, as a Kafka offset commit.
 pub(super) async fn seek(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path((group, queue)): Path<(String, String)>,
     JsonBody(body): JsonBody<Loose<Object<SeekBody>>>,
 ) -> Result<Json<Value>, ApiError> {
+    authorize::require(&access, AclOperation::Read, ResourceType::Group, &group)?;
+    authorize::require_queue(&access, AclOperation::Read, &queue)?;
     let refuse = || {
         ApiError::Unsuccessful(Box::new(ApiError::BadRequest(
             "Must specify toEnd=true or a timestamp".into(),
@@ -258,12 +291,20 @@ pub(super) struct SubscriptionBody {
 }
 
 /// `POST /api/v1/consumer-groups/{group}/subscription`: rewrites the
-/// subscription start of the group.
+/// subscription start of the group, on every queue it is subscribed to:
+/// READ on the group and on each of them.
 pub(super) async fn subscription(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path(group): Path<String>,
     JsonBody(body): JsonBody<Loose<Object<SubscriptionBody>>>,
 ) -> Result<Json<Value>, ApiError> {
+    authorize::require(&access, AclOperation::Read, ResourceType::Group, &group)?;
+    if !access.unrestricted() {
+        for s in state.engine.subscriptions(Some(&group)).await? {
+            authorize::require_queue(&access, AclOperation::Read, &s.queue)?;
+        }
+    }
     let Some(text) = body
         .valid()
         .and_then(|Object(b)| b.subscription_timestamp.valid())
@@ -285,7 +326,9 @@ pub(super) async fn subscription(
 }
 
 /// `POST /api/v1/stats/refresh`: lag and depth are computed on read, so
-/// there is nothing to refresh.
-pub(super) async fn refresh_stats() -> Json<Value> {
-    Json(json!({"success": true}))
+/// there is nothing to refresh; DESCRIBE on the cluster all the same, as
+/// the routes about every queue.
+pub(super) async fn refresh_stats(Allowed(access): Allowed) -> Result<Json<Value>, ApiError> {
+    authorize::require_cluster(&access, AclOperation::Describe)?;
+    Ok(Json(json!({"success": true})))
 }

@@ -5,8 +5,9 @@ use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use storage::DeadLetterQuery;
+use storage::{AclOperation, DeadLetterQuery, ResourceType};
 
+use super::authorize::{self, Allowed};
 use super::body::QueryParams;
 use super::content::insert_content;
 use super::error::ApiError;
@@ -36,6 +37,7 @@ pub(super) struct DlqQuery {
 /// filed between `from` and `to`.
 pub(super) async fn list(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     QueryParams(query): QueryParams<DlqQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let given = |v: Option<String>| v.filter(|v| !v.is_empty());
@@ -70,6 +72,12 @@ pub(super) async fn list(
         limit,
         offset,
     };
+    // Dead letters hold the messages: READ on the queue; a group named
+    // also needs DESCRIBE on it.
+    authorize::require_queue(&access, AclOperation::Read, &request.queue)?;
+    if let Some(group) = &request.group {
+        authorize::require(&access, AclOperation::Describe, ResourceType::Group, group)?;
+    }
     let page = state.engine.dead_letters(&request).await?;
     let messages: Vec<Value> = page
         .letters

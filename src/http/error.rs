@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 use storage::sealing::SealError;
-use storage::StorageError;
+use storage::{AclOperation, ResourceType, StorageError};
 
 /// An error answered to an HTTP client. Storage failures are logged here and
 /// answered without their internals.
@@ -49,6 +49,44 @@ pub enum ApiError {
     /// `unavailable`.
     #[error("{0}")]
     AuthUnavailable(String),
+    /// The ACLs do not allow the caller `operation` on the resource: 403
+    /// `forbidden`.
+    #[error("not authorized to {} {} {name:?}", operation_name(*.operation), resource_name(*.resource_type))]
+    Forbidden {
+        /// What was refused.
+        operation: AclOperation,
+        /// The kind of resource.
+        resource_type: ResourceType,
+        /// The resource's name.
+        name: String,
+    },
+}
+
+/// Kafka's name of an ACL operation.
+fn operation_name(operation: AclOperation) -> &'static str {
+    match operation {
+        AclOperation::All => "ALL",
+        AclOperation::Read => "READ",
+        AclOperation::Write => "WRITE",
+        AclOperation::Create => "CREATE",
+        AclOperation::Delete => "DELETE",
+        AclOperation::Alter => "ALTER",
+        AclOperation::Describe => "DESCRIBE",
+        AclOperation::ClusterAction => "CLUSTER_ACTION",
+        AclOperation::DescribeConfigs => "DESCRIBE_CONFIGS",
+        AclOperation::AlterConfigs => "ALTER_CONFIGS",
+        AclOperation::IdempotentWrite => "IDEMPOTENT_WRITE",
+    }
+}
+
+/// Kafka's name of a resource type (a queue is a `TOPIC`).
+fn resource_name(resource_type: ResourceType) -> &'static str {
+    match resource_type {
+        ResourceType::Topic => "TOPIC",
+        ResourceType::Group => "GROUP",
+        ResourceType::Cluster => "CLUSTER",
+        ResourceType::TransactionalId => "TRANSACTIONAL_ID",
+    }
 }
 
 impl ApiError {
@@ -62,6 +100,7 @@ impl ApiError {
             Self::Unsuccessful(inner) | Self::PopRefused(inner) => inner.status_and_code(),
             Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::AuthUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Self::Forbidden { .. } => (StatusCode::FORBIDDEN, "forbidden"),
             Self::Storage(e) => match e {
                 StorageError::InvalidInput(_) => (StatusCode::BAD_REQUEST, "bad_request"),
                 StorageError::KvBadRequest { .. } => (StatusCode::BAD_REQUEST, "kv_bad_request"),
@@ -117,6 +156,18 @@ impl IntoResponse for ApiError {
             Self::Unsuccessful(_) => {
                 json!({ "success": false, "error": message, "code": code })
             }
+            Self::Forbidden {
+                operation,
+                resource_type,
+                name,
+            } => json!({
+                "error": code,
+                "code": code,
+                "message": message,
+                "operation": operation_name(*operation),
+                "resourceType": resource_name(*resource_type),
+                "resourceName": name,
+            }),
             Self::PopRefused(_) => {
                 json!({ "success": false, "error": message, "code": code, "messages": [] })
             }

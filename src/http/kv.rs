@@ -11,6 +11,7 @@ use storage::{
     KvEntry, KvExpiry, KvOp, KvOutcome, KvPreconditionFailed, KvRequest, KvResult, StorageError,
 };
 
+use super::authorize::{self, Allowed};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::lenient::{self, Loose, Object};
@@ -83,6 +84,7 @@ pub(super) struct KvOpBody {
 /// lost its precondition.
 pub(super) async fn kv(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     JsonBody(body): JsonBody<KvBody>,
 ) -> Result<Json<Value>, ApiError> {
     let list = match body {
@@ -94,6 +96,7 @@ pub(super) async fn kv(
         KvBody::Other => return Err(bad("kv_bad_body", "the body must be an object or an array")),
     };
     let (names, ops) = parse_ops(list)?;
+    authorize::require_kv(&access, &ops)?;
     match state.engine.kv(ops).await? {
         KvOutcome::Done(results) => Ok(Json(json!({
             "results": results

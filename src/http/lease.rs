@@ -5,7 +5,9 @@ use axum::extract::{Path, State};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use storage::AclOperation;
 
+use super::authorize::{self, Allowed};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::lenient::{Loose, Object};
@@ -22,9 +24,11 @@ pub(super) struct ExtendBody {
     seconds: Loose<i64>,
 }
 
-/// Extends the lease to at least now + `seconds` (default 60).
+/// Extends the lease to at least now + `seconds` (default 60), if the
+/// caller may READ every queue and group it covers.
 pub(super) async fn extend(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path(lease_id): Path<String>,
     JsonBody(body): JsonBody<Loose<Object<ExtendBody>>>,
 ) -> Result<Json<Value>, ApiError> {
@@ -38,6 +42,13 @@ pub(super) async fn extend(
             ))
         }
     };
+    if !access.unrestricted() {
+        // The lease names its queues and groups only in the database.
+        for (queue, group) in state.engine.lease_holders(&lease_id).await? {
+            authorize::require_consumer_group(&access, AclOperation::Read, &group)?;
+            authorize::require_queue(&access, AclOperation::Read, &queue)?;
+        }
+    }
     let e = state.engine.extend_lease(&lease_id, seconds).await?;
     let expires = e.expires_at_ms.map(timestamp);
     let mut answer = json!({

@@ -4,8 +4,9 @@
 use axum::extract::{Path, State};
 use axum::Json;
 use serde_json::{json, Map, Value};
-use storage::{MessageState, PartitionId};
+use storage::{AclOperation, MessageState, PartitionId};
 
+use super::authorize::{self, Allowed};
 use super::content::insert_content;
 use super::error::ApiError;
 use super::render::timestamp;
@@ -14,11 +15,19 @@ use super::AppState;
 /// Looks a message up by partition id (as pops render it) and transaction id.
 pub(super) async fn get(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path((partition_id, transaction_id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let Ok(id) = partition_id.parse::<PartitionId>() else {
         return Err(ApiError::MessageNotFound);
     };
+    if !access.unrestricted() {
+        // The message is the queue's: READ on it, checked before the read.
+        let Some(queue) = state.engine.partition_queue(id).await? else {
+            return Err(ApiError::MessageNotFound);
+        };
+        authorize::require_queue(&access, AclOperation::Read, &queue)?;
+    }
     let Some(m) = state.engine.message(id, &transaction_id).await? else {
         return Err(ApiError::MessageNotFound);
     };

@@ -4,10 +4,11 @@
 //! `#[derive(Deserialize)]` struct (`body` holds the extractors,
 //! `lenient` the serde helpers for the loosely typed fields clients send,
 //! `options` the queue options of a configure); `error` builds every error
-//! body; `render` holds shared output shapes.
+//! body; `render` holds shared output shapes; `authorize` checks the ACLs.
 
 mod ack;
 pub mod auth;
+pub mod authorize;
 mod body;
 mod configure;
 mod consumer_groups;
@@ -28,10 +29,11 @@ pub mod tls;
 mod transaction;
 
 use std::future::Future;
+use std::sync::Arc;
 
 use axum::routing::{delete, get, post};
 use axum::Router;
-use storage::{Engine, SubscriptionMode};
+use storage::{Authorizer, Engine, SubscriptionMode};
 use tokio::net::TcpListener;
 
 pub use error::ApiError;
@@ -46,6 +48,9 @@ pub struct AppState {
     /// Where a named consumer group starts when its first pop names no
     /// subscription mode.
     pub default_subscription: SubscriptionMode,
+    /// What callers may do: the broker's one authorizer, shared with the
+    /// Kafka door.
+    pub authorizer: Arc<Authorizer>,
 }
 
 /// Every route of the HTTP API.
@@ -114,7 +119,9 @@ pub fn router(state: AppState) -> Router {
 
 /// Serves `app` (the API's [`router`] with what the broker adds) on
 /// `listener`, over TLS with `tls`, counting its connections, until
-/// `shutdown` resolves, then lets the requests in flight finish.
+/// `shutdown` resolves, then lets the requests in flight finish. Each
+/// request carries its peer's address (`ConnectInfo<authorize::Peer>`), the
+/// host ACLs are matched against.
 pub async fn serve(
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
@@ -123,14 +130,20 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     match tls {
         None => {
-            axum::serve(crate::metrics::http::CountedListener(listener), app)
-                .with_graceful_shutdown(shutdown)
-                .await
+            axum::serve(
+                crate::metrics::http::CountedListener(listener),
+                app.into_make_service_with_connect_info::<authorize::Peer>(),
+            )
+            .with_graceful_shutdown(shutdown)
+            .await
         }
         Some(acceptor) => {
-            axum::serve(tls::TlsListener::new(listener, acceptor)?, app)
-                .with_graceful_shutdown(shutdown)
-                .await
+            axum::serve(
+                tls::TlsListener::new(listener, acceptor)?,
+                app.into_make_service_with_connect_info::<authorize::Peer>(),
+            )
+            .with_graceful_shutdown(shutdown)
+            .await
         }
     }
 }

@@ -16,9 +16,12 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_json::value::RawValue;
-use storage::{PopOutcome, PopRequest, PoppedMessage, SubscriptionMode, QUEUE_MODE_GROUP};
+use storage::{
+    Access, AclOperation, PopOutcome, PopRequest, PoppedMessage, SubscriptionMode, QUEUE_MODE_GROUP,
+};
 use telemetry::{Door, TRAFFIC};
 
+use super::authorize::{self, Allowed};
 use super::body::QueryParams;
 use super::content::{self, KafkaFields};
 use super::error::ApiError;
@@ -37,27 +40,37 @@ const MAX_TIMEOUT_MS: u64 = 10 * 60 * 1000;
 /// Pops from any partition of a queue.
 pub(super) async fn queue(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path(queue): Path<String>,
     QueryParams(query): QueryParams<PopQuery>,
 ) -> Result<Response, ApiError> {
-    run(&state, Target::Queue(queue, None), &query).await
+    run(&state, &access, Target::Queue(queue, None), &query).await
 }
 
 /// Pops from one partition of a queue.
 pub(super) async fn partition(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path((queue, partition)): Path<(String, String)>,
     QueryParams(query): QueryParams<PopQuery>,
 ) -> Result<Response, ApiError> {
-    run(&state, Target::Queue(queue, Some(partition)), &query).await
+    run(
+        &state,
+        &access,
+        Target::Queue(queue, Some(partition)),
+        &query,
+    )
+    .await
 }
 
-/// Pops from every queue of a namespace and/or task.
+/// Pops from every queue of a namespace and/or task that the caller may
+/// READ.
 pub(super) async fn matching(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     QueryParams(query): QueryParams<PopQuery>,
 ) -> Result<Response, ApiError> {
-    run(&state, Target::Matching, &query).await
+    run(&state, &access, Target::Matching, &query).await
 }
 
 /// The query of a pop, as the client sends it. Flags are true as `true`
@@ -138,7 +151,12 @@ struct PopJson<'a> {
     autopilot: Option<serde_json::Value>,
 }
 
-async fn run(state: &AppState, target: Target, query: &PopQuery) -> Result<Response, ApiError> {
+async fn run(
+    state: &AppState,
+    access: &Access,
+    target: Target,
+    query: &PopQuery,
+) -> Result<Response, ApiError> {
     if flag(query.conflation.as_deref()) {
         // Ignoring it would hand a last-value consumer its whole backlog.
         return Err(ApiError::PopRefused(Box::new(ApiError::BadRequest(
@@ -190,6 +208,10 @@ async fn run(state: &AppState, target: Target, query: &PopQuery) -> Result<Respo
         }
         Target::Matching => (String::new(), None),
     };
+    authorize::require_consumer_group(access, AclOperation::Read, &group)?;
+    if let Target::Queue(..) = target {
+        authorize::require_queue(access, AclOperation::Read, &queue_name)?;
+    }
     let request = PopRequest {
         queue: queue_name,
         partition,
@@ -212,7 +234,10 @@ async fn run(state: &AppState, target: Target, query: &PopQuery) -> Result<Respo
                     "a pop without a queue needs namespace or task".into(),
                 ));
             }
-            state.engine.pop_matching(namespace, task, &request).await?
+            state
+                .engine
+                .pop_matching(namespace, task, &request, access)
+                .await?
         }
     };
     let traffic = TRAFFIC.door(Door::Http);

@@ -10,6 +10,7 @@ use telemetry::{Door, TRAFFIC};
 use uuid::Uuid;
 
 use super::auth::{producer_sub, Caller};
+use super::authorize::{self, Allowed};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::render::compact_json;
@@ -47,10 +48,12 @@ pub(super) struct PushAnswer {
 }
 
 /// Appends the items, stamped with the caller's subject; answers 201 with
-/// one element per item.
+/// one element per item. Every queue is checked before anything is
+/// written: one refused queue refuses the whole push.
 pub(super) async fn push(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
+    Allowed(access): Allowed,
     JsonBody(body): JsonBody<PushBody>,
 ) -> Result<(StatusCode, Json<Vec<PushAnswer>>), ApiError> {
     let items = body
@@ -70,6 +73,7 @@ pub(super) async fn push(
         })
         .collect::<Result<Vec<_>, ApiError>>()?;
     let queues: Vec<String> = items.iter().map(|i| i.queue.clone()).collect();
+    authorize::require_push(&state, &access, &queues).await?;
     let outcomes = state.engine.push(items).await?;
     received(bytes, outcomes.len());
     let answers = outcomes

@@ -6,8 +6,9 @@ use axum::extract::{Path, State};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use storage::{PartitionDepth, QueueInfo, QueueOptions};
+use storage::{AclOperation, PartitionDepth, QueueInfo, QueueOptions, ResourceType};
 
+use super::authorize::{self, Allowed};
 use super::body::QueryParams;
 use super::error::ApiError;
 use super::render::timestamp;
@@ -25,9 +26,16 @@ pub(super) fn options_json(options: &QueueOptions) -> Value {
 }
 
 /// Every queue with its counts (for the slowest consumer group).
-pub(super) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Allowed(access): Allowed,
+) -> Result<Json<Value>, ApiError> {
     let mut queues = Vec::new();
     for q in state.engine.queues().await? {
+        // As Kafka's Metadata: only the queues the caller may describe.
+        if !access.topic(AclOperation::Describe, &q.name) {
+            continue;
+        }
         let Some((q, depths)) = state.engine.depth(&q.name, None).await? else {
             continue; // deleted meanwhile
         };
@@ -53,8 +61,10 @@ pub(super) async fn list(State(state): State<AppState>) -> Result<Json<Value>, A
 /// One queue with its partitions and their counts.
 pub(super) async fn get(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    authorize::require_queue(&access, AclOperation::Describe, &name)?;
     let (q, depths) = state
         .engine
         .depth(&name, None)
@@ -73,10 +83,15 @@ pub(super) struct DepthQuery {
 /// consumed, per partition, for the group or for the slowest one.
 pub(super) async fn depth(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path(name): Path<String>,
     QueryParams(query): QueryParams<DepthQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let group = query.group.filter(|g| !g.is_empty());
+    authorize::require_queue(&access, AclOperation::Describe, &name)?;
+    if let Some(group) = &group {
+        authorize::require(&access, AclOperation::Describe, ResourceType::Group, group)?;
+    }
     let (q, depths) = state
         .engine
         .depth(&name, group.as_deref())
@@ -103,8 +118,10 @@ pub(super) async fn depth(
 /// Deletes a queue and everything in it; 200 whether or not it existed.
 pub(super) async fn delete(
     State(state): State<AppState>,
+    Allowed(access): Allowed,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    authorize::require_queue(&access, AclOperation::Delete, &name)?;
     let existed = state.engine.delete_queue(&name).await?;
     Ok(Json(
         json!({ "deleted": existed, "existed": existed, "queue": name }),

@@ -8,12 +8,13 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use storage::{
-    AckItem, AckStatus, Content, PushItem, PushStatus, Record, StorageError, TxnOp, TxnOpResult,
-    TxnOutcome, TxnRequest, TxnRollback, DEFAULT_PARTITION, QUEUE_MODE_GROUP,
+    Access, AckItem, AckStatus, Content, PushItem, PushStatus, Record, StorageError, TxnOp,
+    TxnOpResult, TxnOutcome, TxnRequest, TxnRollback, DEFAULT_PARTITION, QUEUE_MODE_GROUP,
 };
 use uuid::Uuid;
 
 use super::auth::{producer_sub, Caller};
+use super::authorize::{self, Allowed};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::kv::{parse_ops, precondition_json, result_json, KvOps};
@@ -83,6 +84,7 @@ enum Echo {
 pub(super) async fn transaction(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
+    Allowed(access): Allowed,
     JsonBody(body): JsonBody<Loose<Object<TxnBody>>>,
 ) -> Result<Json<Value>, ApiError> {
     let id = storage::new_message_id();
@@ -90,6 +92,7 @@ pub(super) async fn transaction(
         Ok(parsed) => parsed,
         Err(error) => return Ok(Json(bad_request(id, &error))),
     };
+    authorize(&state, &access, &request).await?;
     let producer_sub = producer_sub(&caller);
     for op in &mut request.operations {
         if let TxnOp::Push(item) = op {
@@ -144,6 +147,31 @@ pub(super) async fn transaction(
         }
         TxnOutcome::RolledBack(rollback) => rolled_back(id, &rollback),
     }))
+}
+
+/// Checks every operation of the bundle before any runs, each as its own
+/// route would: pushes WRITE (and CREATE for a new queue), acks READ on
+/// the group and the queue, KV ops the cluster's READ or WRITE. A refusal
+/// is a 403, not a verdict: the caller's rights, not the bundle, are wrong.
+async fn authorize(
+    state: &AppState,
+    access: &Access,
+    request: &TxnRequest,
+) -> Result<(), ApiError> {
+    if access.unrestricted() {
+        return Ok(());
+    }
+    let mut pushed = Vec::new();
+    let mut acked = Vec::new();
+    for op in &request.operations {
+        match op {
+            TxnOp::Push(item) => pushed.push(item.queue.as_str()),
+            TxnOp::Ack { group, item } => acked.push((group.as_str(), item.partition_id)),
+        }
+    }
+    authorize::require_push(state, access, &pushed).await?;
+    authorize::require_ack(state, access, &acked).await?;
+    authorize::require_kv(access, &request.kv)
 }
 
 fn failure(id: Uuid, reason: &str, error: String) -> Map<String, Value> {

@@ -5,7 +5,7 @@ use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use queen::http::{router, AppState};
 use serde_json::Value;
-use storage::{Engine, SubscriptionMode};
+use storage::{Authorizer, AuthorizerConfig, Engine, SubscriptionMode};
 use tower::ServiceExt;
 
 use super::TestDb;
@@ -18,11 +18,13 @@ pub(crate) struct Api {
 impl Api {
     pub(crate) async fn new(db: &TestDb) -> Self {
         let engine = Engine::connect(&db.url).await.expect("engine");
+        let authorizer = Authorizer::new(engine.clone(), AuthorizerConfig::default());
         Self {
             state: AppState {
                 engine,
                 max_body_bytes: 1024 * 1024,
                 default_subscription: SubscriptionMode::All,
+                authorizer: std::sync::Arc::new(authorizer),
             },
         }
     }

@@ -7,9 +7,11 @@
 //! - [`filter`]: the filters DescribeAcls and DeleteAcls select with.
 //! - [`authorizer`]: Kafka's decision (deny wins, implied operations,
 //!   wildcards, prefixes, super users) over a cached, refreshed set.
+//! - [`resources`]: the queue and groups behind a partition or lease id.
 
 mod authorizer;
 mod filter;
+mod resources;
 
 pub use authorizer::{Access, Authorizer, AuthorizerConfig};
 pub use filter::{AclFilter, PatternFilter};

@@ -294,15 +294,16 @@ impl Engine {
     }
 
     /// Pops from every queue whose namespace and task match (an empty
-    /// selector matches anything), higher `priority` first. One lease id
-    /// covers every claimed partition.
+    /// selector matches anything) and that `access` may READ, higher
+    /// `priority` first. One lease id covers every claimed partition.
     pub async fn pop_matching(
         &self,
         namespace: Option<&str>,
         task: Option<&str>,
         request: &PopRequest,
+        access: &crate::Access,
     ) -> Result<PopOutcome> {
-        pop::pop_matching(self, namespace, task, request).await
+        pop::pop_matching(self, namespace, task, request, access).await
     }
 
     /// Acknowledges messages for `group`: one answer per item, in order.

@@ -93,6 +93,7 @@ pub(crate) async fn pop_matching(
     namespace: Option<&str>,
     task: Option<&str>,
     request: &PopRequest,
+    access: &crate::Access,
 ) -> Result<PopOutcome> {
     validate_group(&request.group)?;
     let lease_id = crate::new_message_id().to_string();
@@ -111,6 +112,9 @@ pub(crate) async fn pop_matching(
             .filter(|q| {
                 namespace.is_none_or(|n| n.is_empty() || q.options.namespace == n)
                     && task.is_none_or(|t| t.is_empty() || q.options.task == t)
+                    // Listed again on every try: a queue created while the
+                    // pop waits is checked too.
+                    && access.topic(crate::AclOperation::Read, &q.name)
             })
             .map(|q| (q.name, q.options))
             .collect();

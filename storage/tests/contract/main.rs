@@ -1,6 +1,7 @@
 //! The storage contract: every scenario runs on SQLite and on PostgreSQL,
 //! each on a fresh database.
 
+mod acl_lookups;
 mod acls;
 mod consume;
 mod dedup;
@@ -57,6 +58,8 @@ contract!(
     acls::acls_are_shared_described_and_deleted_by_filter,
     acls::malformed_acls_are_refused_and_change_nothing,
     acls::the_authorizer_sees_changes_of_every_broker,
+    acl_lookups::partition_and_lease_ids_name_their_queues_and_groups,
+    acl_lookups::a_pop_by_namespace_considers_only_readable_queues,
     retention::age_deletes_old_segments_and_readers_continue,
     retention::size_keeps_the_newest_bytes,
     retention::completed_retention_waits_for_every_group,
