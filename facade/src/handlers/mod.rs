@@ -1,6 +1,7 @@
 //! Request dispatch: decode the header, check the version against
-//! [`crate::versions`], decode the body with `kafka-protocol`, call the
-//! API's handler (one file each), encode the answer with its header.
+//! [`crate::versions`], decode the body with `kafka-protocol` (or, for the
+//! versions older than its own, with `crate::legacy`), call the API's
+//! handler (one file each), encode the answer with its header.
 
 mod acls;
 mod alter_configs;
@@ -119,6 +120,15 @@ pub fn parse(mut frame: Bytes) -> Result<Parsed, ConnError> {
         return Err(ConnError::UnsupportedVersion {
             api: format!("{api:?}"),
             version,
+        });
+    }
+    if crate::legacy::serves(api, version) {
+        return Ok(Parsed {
+            api,
+            version,
+            correlation_id,
+            client_id,
+            body: Some(crate::legacy::decode_request(api, version, frame)?),
         });
     }
     // The codec trusts counts from the wire when it allocates; check them first.
@@ -302,7 +312,7 @@ async fn route(
 }
 
 /// Encodes `answer` as a response frame: length, header, body.
-pub(crate) fn respond<T: Encodable>(
+pub(crate) fn respond<T: Encodable + std::any::Any>(
     api: ApiKey,
     version: i16,
     correlation_id: i32,
@@ -311,10 +321,15 @@ pub(crate) fn respond<T: Encodable>(
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
     let mut buf = BytesMut::with_capacity(64);
     buf.put_i32(0);
+    let failed = |e| ConnError::Encode(format!("{api:?} v{version}: {e}"));
     header
         .encode(&mut buf, api.response_header_version(version))
-        .and_then(|()| answer.encode(&mut buf, version))
-        .map_err(|e| ConnError::Encode(format!("{api:?} v{version}: {e}")))?;
+        .map_err(failed)?;
+    if crate::legacy::serves(api, version) {
+        crate::legacy::encode_response(api, version, answer, &mut buf)?;
+    } else {
+        answer.encode(&mut buf, version).map_err(failed)?;
+    }
     let len = (buf.len() - 4) as i32;
     buf[..4].copy_from_slice(&len.to_be_bytes());
     Ok(buf)
