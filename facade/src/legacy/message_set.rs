@@ -43,7 +43,6 @@ pub(crate) fn decode(data: Bytes, budget: usize) -> Result<Vec<Record>, BatchErr
     let mut messages = Vec::new();
     read_set(data, budget, None, &mut messages)?;
     Ok(storage::new_message_ids(messages.len())
-        .into_iter()
         .zip(messages)
         .map(|(message_id, m)| Record {
             message_id,

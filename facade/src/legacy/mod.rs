@@ -99,11 +99,7 @@ pub(crate) fn encode_response(
     Ok(())
 }
 
-fn downcast<'a, T: 'static>(
-    api: ApiKey,
-    version: i16,
-    answer: &'a dyn Any,
-) -> Result<&'a T, ConnError> {
+fn downcast<T: 'static>(api: ApiKey, version: i16, answer: &dyn Any) -> Result<&T, ConnError> {
     answer.downcast_ref::<T>().ok_or_else(|| {
         ConnError::Encode(format!(
             "{api:?} v{version}: the answer is not a {}",
