@@ -3,14 +3,15 @@
 //! message sets of magic 0 and 1, Fetch v0–v3 with down-conversion, and
 //! the old offset and admin versions, spoken byte by byte and compared
 //! byte for byte; records cross between the old formats, rdkafka and the
-//! HTTP API unchanged; an unknown ApiVersions version is answered.
+//! HTTP API unchanged; versions not served are answered UNSUPPORTED_VERSION
+//! where the answer has a form the client can read.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseHeader};
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ElectLeadersResponse, ResponseHeader};
 use kafka_protocol::protocol::Decodable;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -511,7 +512,7 @@ async fn old_offset_and_admin_versions_are_served(broker: &Broker) {
     );
 }
 
-async fn an_unknown_api_versions_version_is_answered_as_v0(broker: &Broker) {
+async fn unsupported_versions_are_answered_where_the_client_can_read_them(broker: &Broker) {
     let mut raw = Raw::connect(&broker.kafka);
     // A flexible version: the header ends with its (empty) tagged fields.
     let mut answer = exchange(&mut raw, ApiKey::ApiVersions, 99, 60, &[0]);
@@ -534,6 +535,13 @@ async fn an_unknown_api_versions_version_is_answered_as_v0(broker: &Broker) {
     assert_eq!(range(ApiKey::OffsetFetch).map(|r| r.0), Some(0));
     assert_eq!(range(ApiKey::CreateTopics).map(|r| r.0), Some(0));
     assert_eq!(range(ApiKey::DeleteTopics).map(|r| r.0), Some(0));
+    // An API this broker does not implement, at a version whose answer
+    // has a top-level error: UNSUPPORTED_VERSION in that answer.
+    let mut answer = exchange(&mut raw, ApiKey::ElectLeaders, 1, 62, &[]);
+    let header = ResponseHeader::decode(&mut answer, 0).expect("header v0");
+    assert_eq!(header.correlation_id, 62);
+    let elect = ElectLeadersResponse::decode(&mut answer, 1).expect("an ElectLeaders v1 answer");
+    assert_eq!(elect.error_code, 35, "UNSUPPORTED_VERSION");
     // The connection still serves: a v0 Fetch of nothing.
     let answer = exchange(
         &mut raw,
@@ -543,11 +551,16 @@ async fn an_unknown_api_versions_version_is_answered_as_v0(broker: &Broker) {
         &[i32b(-1), i32b(0), i32b(0), array(&[])].concat(),
     );
     assert_eq!(&answer[..], [i32b(61), array(&[])].concat());
+
+    // A version newer than any schema here has no form the client could
+    // read: the connection is closed, as Kafka closes it.
+    raw.send_raw(&request(ApiKey::Produce, 99, 63, &[0]));
+    assert!(raw.frame().is_none(), "Produce v99 closes the connection");
 }
 
 support::broker_scenarios!(&[];
     old_produce_versions_answer_and_store_byte_for_byte,
     rdkafka_records_read_back_through_old_fetches,
     old_offset_and_admin_versions_are_served,
-    an_unknown_api_versions_version_is_answered_as_v0,
+    unsupported_versions_are_answered_where_the_client_can_read_them,
 );

@@ -86,8 +86,8 @@ pub struct Parsed {
     /// The client id of the header (a slice of the frame: no copy on the
     /// hot path; only JoinGroup keeps it).
     pub client_id: Option<StrBytes>,
-    /// The body; `None` for an ApiVersions version this broker does not
-    /// implement, which is answered anyway.
+    /// The body; `None` for a version this broker does not implement that
+    /// is answered anyway (`UNSUPPORTED_VERSION`; ApiVersions as v0).
     pub body: Option<RequestKind>,
 }
 
@@ -108,7 +108,10 @@ pub fn parse(mut frame: Bytes) -> Result<Parsed, ConnError> {
     let correlation_id = header.correlation_id;
     let client_id = header.client_id;
     if !versions::supports(api, version) {
-        if api == ApiKey::ApiVersions {
+        // Answered with UNSUPPORTED_VERSION in `route` (ApiVersions as v0).
+        if api == ApiKey::ApiVersions
+            || crate::legacy::unsupported::answer(api, version, correlation_id).is_some()
+        {
             return Ok(Parsed {
                 api,
                 version,
@@ -238,7 +241,12 @@ async fn route(
         ($($kind:ident => $handler:ident),* $(,)?) => {
             match body {
                 // Answered as v0, the one form every client can read.
-                None => ready(respond(api, 0, correlation_id, &api_versions::unsupported())),
+                None if api == ApiKey::ApiVersions => {
+                    ready(respond(api, 0, correlation_id, &api_versions::unsupported()))
+                }
+                None => crate::legacy::unsupported::answer(api, version, correlation_id)
+                    .map(|frame| Reply::Ready(Some(frame)))
+                    .ok_or_else(|| ConnError::UnsupportedVersion { api: format!("{api:?}"), version }),
                 $(Some(RequestKind::$kind(request)) => {
                     let answer = $handler::handle(broker, version, request, access).await;
                     ready(respond(api, version, correlation_id, &answer))

@@ -8,7 +8,9 @@
 //! down-converted for Fetch v0–v3 ([`down_convert`]).
 //!
 //! Where an old version's wire form equals a newer one's, the crate's codec
-//! is used at that version (checked first by `crate::guard`).
+//! is used at that version (checked first by `crate::guard`). Versions not
+//! served at all are answered by [`unsupported`] where the client can read
+//! the answer.
 
 mod create_topics;
 mod delete_topics;
@@ -18,6 +20,7 @@ mod list_offsets;
 pub(crate) mod message_set;
 mod offset_commit;
 mod produce;
+pub(crate) mod unsupported;
 mod wire;
 
 use std::any::Any;
