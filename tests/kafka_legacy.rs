@@ -512,6 +512,126 @@ async fn old_offset_and_admin_versions_are_served(broker: &Broker) {
     );
 }
 
+fn nullable_string(s: Option<&str>) -> Vec<u8> {
+    s.map_or_else(|| i16b(-1), string)
+}
+
+async fn old_epoch_config_and_acl_versions_are_served(broker: &Broker) {
+    let topic = "legacy-more";
+    let mut raw = Raw::connect(&broker.kafka);
+    let set: Vec<u8> = (0..3)
+        .flat_map(|i| message(1, 0, 1_000 + i, None, Some(b"x")))
+        .collect();
+    exchange(&mut raw, ApiKey::Produce, 2, 70, &produce_body(topic, &set));
+
+    // OffsetForLeaderEpoch v0 and v1: epoch 0 ends at the high watermark.
+    let epochs = array(&[[string(topic), array(&[[i32b(0), i32b(0)].concat()])].concat()]);
+    for version in 0..=1 {
+        let correlation = 71 + i32::from(version);
+        let answer = exchange(
+            &mut raw,
+            ApiKey::OffsetForLeaderEpoch,
+            version,
+            correlation,
+            &epochs,
+        );
+        let epoch = if version >= 1 { i32b(0) } else { vec![] };
+        let expected = [
+            i32b(correlation),
+            array(&[[
+                string(topic),
+                array(&[[i16b(0), i32b(0), epoch, i64b(3)].concat()]),
+            ]
+            .concat()]),
+        ]
+        .concat();
+        assert_eq!(
+            &answer[..],
+            &expected[..],
+            "OffsetForLeaderEpoch v{version}"
+        );
+    }
+
+    // DescribeConfigs v0 of one topic config: is_default rather than a source.
+    let describe =
+        array(&[[vec![2u8], string(topic), array(&[string("cleanup.policy")])].concat()]);
+    let answer = exchange(&mut raw, ApiKey::DescribeConfigs, 0, 73, &describe);
+    let expected = [
+        i32b(73),
+        i32b(0),
+        array(&[[
+            i16b(0),
+            nullable_string(None),
+            vec![2u8],
+            string(topic),
+            array(&[[string("cleanup.policy"), string("delete"), vec![0, 1, 0]].concat()]),
+        ]
+        .concat()]),
+    ]
+    .concat();
+    assert_eq!(&answer[..], &expected[..], "DescribeConfigs v0");
+
+    // CreateAcls, DescribeAcls and DeleteAcls v0: literal topic bindings.
+    const TOPIC: u8 = 2;
+    const READ: u8 = 3;
+    const ALLOW: u8 = 3;
+    const ANY: u8 = 1;
+    let creation = [
+        vec![TOPIC],
+        string(topic),
+        string("User:old"),
+        string("*"),
+        vec![READ, ALLOW],
+    ]
+    .concat();
+    let answer = exchange(&mut raw, ApiKey::CreateAcls, 0, 74, &array(&[creation]));
+    let expected = [
+        i32b(74),
+        i32b(0),
+        // The handler's success message is the protocol crate's default, "".
+        array(&[[i16b(0), string("")].concat()]),
+    ]
+    .concat();
+    assert_eq!(&answer[..], &expected[..], "CreateAcls v0");
+    let filter = [
+        vec![ANY],
+        nullable_string(None),
+        nullable_string(None),
+        nullable_string(None),
+        vec![ANY, ANY],
+    ]
+    .concat();
+    let answer = exchange(&mut raw, ApiKey::DescribeAcls, 0, 75, &filter);
+    let acl = [string("User:old"), string("*"), vec![READ, ALLOW]].concat();
+    let expected = [
+        i32b(75),
+        i32b(0),
+        i16b(0),
+        string(""),
+        array(&[[vec![TOPIC], string(topic), array(&[acl])].concat()]),
+    ]
+    .concat();
+    assert_eq!(&answer[..], &expected[..], "DescribeAcls v0");
+    let answer = exchange(&mut raw, ApiKey::DeleteAcls, 0, 76, &array(&[filter]));
+    let matching = [
+        i16b(0),
+        string(""),
+        vec![TOPIC],
+        string(topic),
+        string("User:old"),
+        string("*"),
+        vec![READ, ALLOW],
+    ]
+    .concat();
+    let expected = [
+        i32b(76),
+        i32b(0),
+        array(&[[i16b(0), string(""), array(&[matching])].concat()]),
+    ]
+    .concat();
+    assert_eq!(&answer[..], &expected[..], "DeleteAcls v0");
+}
+
 async fn unsupported_versions_are_answered_where_the_client_can_read_them(broker: &Broker) {
     let mut raw = Raw::connect(&broker.kafka);
     // A flexible version: the header ends with its (empty) tagged fields.
@@ -534,7 +654,16 @@ async fn unsupported_versions_are_answered_where_the_client_can_read_them(broker
     assert_eq!(range(ApiKey::OffsetCommit).map(|r| r.0), Some(0));
     assert_eq!(range(ApiKey::OffsetFetch).map(|r| r.0), Some(0));
     assert_eq!(range(ApiKey::CreateTopics).map(|r| r.0), Some(0));
-    assert_eq!(range(ApiKey::DeleteTopics).map(|r| r.0), Some(0));
+    for key in [
+        ApiKey::DeleteTopics,
+        ApiKey::DescribeConfigs,
+        ApiKey::OffsetForLeaderEpoch,
+        ApiKey::DescribeAcls,
+        ApiKey::CreateAcls,
+        ApiKey::DeleteAcls,
+    ] {
+        assert_eq!(range(key).map(|r| r.0), Some(0), "{key:?}");
+    }
     // An API this broker does not implement, at a version whose answer
     // has a top-level error: UNSUPPORTED_VERSION in that answer.
     let mut answer = exchange(&mut raw, ApiKey::ElectLeaders, 1, 62, &[]);
@@ -562,5 +691,6 @@ support::broker_scenarios!(&[];
     old_produce_versions_answer_and_store_byte_for_byte,
     rdkafka_records_read_back_through_old_fetches,
     old_offset_and_admin_versions_are_served,
+    old_epoch_config_and_acl_versions_are_served,
     unsupported_versions_are_answered_where_the_client_can_read_them,
 );

@@ -58,6 +58,11 @@ pub const LEGACY: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetFetch, 0, 0),
     (ApiKey::CreateTopics, 0, 1),
     (ApiKey::DeleteTopics, 0, 0),
+    (ApiKey::DescribeConfigs, 0, 0),
+    (ApiKey::OffsetForLeaderEpoch, 0, 1),
+    (ApiKey::DescribeAcls, 0, 0),
+    (ApiKey::CreateAcls, 0, 0),
+    (ApiKey::DeleteAcls, 0, 0),
 ];
 
 fn find(table: &[(ApiKey, i16, i16)], key: ApiKey) -> Option<(i16, i16)> {

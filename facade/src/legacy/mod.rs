@@ -12,13 +12,16 @@
 //! served at all are answered by [`unsupported`] where the client can read
 //! the answer.
 
+mod acls;
 mod create_topics;
 mod delete_topics;
+mod describe_configs;
 pub(crate) mod down_convert;
 mod fetch;
 mod list_offsets;
 pub(crate) mod message_set;
 mod offset_commit;
+mod offset_for_leader_epoch;
 mod produce;
 pub(crate) mod unsupported;
 mod wire;
@@ -56,6 +59,13 @@ pub(crate) fn decode_request(
         ApiKey::CreateTopics => RequestKind::CreateTopics(create_topics::decode(version, body)?),
         // v0 is v1 on the wire (v1 added the answer's throttle time).
         ApiKey::DeleteTopics => RequestKind::DeleteTopics(as_version(api, 1, body)?),
+        ApiKey::OffsetForLeaderEpoch => {
+            RequestKind::OffsetForLeaderEpoch(offset_for_leader_epoch::decode(&mut r)?)
+        }
+        ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(describe_configs::decode(&mut r)?),
+        ApiKey::DescribeAcls => RequestKind::DescribeAcls(acls::decode_describe(&mut r)?),
+        ApiKey::CreateAcls => RequestKind::CreateAcls(acls::decode_create(&mut r)?),
+        ApiKey::DeleteAcls => RequestKind::DeleteAcls(acls::decode_delete(&mut r)?),
         _ => {
             return Err(ConnError::UnsupportedVersion {
                 api: format!("{api:?}"),
@@ -93,6 +103,14 @@ pub(crate) fn encode_response(
             create_topics::encode(version, downcast(api, version, answer)?, out)
         }
         ApiKey::DeleteTopics => delete_topics::encode(downcast(api, version, answer)?, out),
+        ApiKey::OffsetForLeaderEpoch => {
+            offset_for_leader_epoch::encode(version, downcast(api, version, answer)?, out)
+        }
+        ApiKey::DescribeConfigs => describe_configs::encode(downcast(api, version, answer)?, out),
+        ApiKey::DescribeAcls => acls::encode_describe(downcast(api, version, answer)?, out),
+        // v0 answers as v1 (v1 only added the pattern type to the request).
+        ApiKey::CreateAcls => as_encoded(api, version, 1, answer, out)?,
+        ApiKey::DeleteAcls => acls::encode_delete(downcast(api, version, answer)?, out),
         _ => {
             return Err(ConnError::Encode(format!(
                 "{api:?} v{version} has no legacy codec"
@@ -127,6 +145,10 @@ fn as_encoded(
         }
         ApiKey::OffsetFetch => {
             downcast::<kafka_protocol::messages::OffsetFetchResponse>(api, version, answer)?
+                .encode(out, as_version)
+        }
+        ApiKey::CreateAcls => {
+            downcast::<kafka_protocol::messages::CreateAclsResponse>(api, version, answer)?
                 .encode(out, as_version)
         }
         _ => {

@@ -24,6 +24,12 @@ impl Reader {
         Self { buf }
     }
 
+    pub(super) fn i8(&mut self) -> Result<i8, ConnError> {
+        (self.buf.remaining() >= 1)
+            .then(|| self.buf.get_i8())
+            .ok_or_else(|| short("int8"))
+    }
+
     pub(super) fn i16(&mut self) -> Result<i16, ConnError> {
         (self.buf.remaining() >= 2)
             .then(|| self.buf.get_i16())
@@ -87,9 +93,19 @@ impl Reader {
     pub(super) fn array<T>(
         &mut self,
         min_item: usize,
-        mut item: impl FnMut(&mut Self) -> Result<T, ConnError>,
+        item: impl FnMut(&mut Self) -> Result<T, ConnError>,
     ) -> Result<Vec<T>, ConnError> {
         let count = self.i32()?;
+        self.counted(count, min_item, item)
+    }
+
+    /// The items of an array whose count was read already (negative: none).
+    pub(super) fn counted<T>(
+        &mut self,
+        count: i32,
+        min_item: usize,
+        mut item: impl FnMut(&mut Self) -> Result<T, ConnError>,
+    ) -> Result<Vec<T>, ConnError> {
         let Ok(count) = usize::try_from(count) else {
             return Ok(Vec::new());
         };
