@@ -3,7 +3,8 @@
 //! message sets of magic 0 and 1, Fetch v0–v3 with down-conversion, and
 //! the old offset and admin versions, spoken byte by byte and compared
 //! byte for byte; records cross between the old formats, rdkafka and the
-//! HTTP API unchanged; versions not served are answered UNSUPPORTED_VERSION
+//! HTTP API unchanged; Debian's sarama 1.22 (a Go program built in GOPATH
+//! mode) produces and consumes with every codec; versions not served are answered UNSUPPORTED_VERSION
 //! where the answer has a form the client can read.
 
 mod support;
@@ -632,6 +633,126 @@ async fn old_epoch_config_and_acl_versions_are_served(broker: &Broker) {
     assert_eq!(&answer[..], &expected[..], "DeleteAcls v0");
 }
 
+/// Builds `tests/go/sarama_roundtrip` against Debian's sarama 1.22 sources
+/// in GOPATH mode (no module download), once per test binary's output.
+fn sarama_roundtrip() -> std::path::PathBuf {
+    const SARAMA: &str = "/usr/share/gocode/src/github.com/Shopify/sarama";
+    assert!(
+        std::path::Path::new(SARAMA).is_dir(),
+        "{SARAMA} is missing: install golang-go and golang-github-shopify-sarama-dev (scripts/setup does)"
+    );
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sarama-go");
+    let binary = out.join(format!("sarama_roundtrip-{}", std::process::id()));
+    let built = std::process::Command::new("go")
+        .args(["build", "-o"])
+        .arg(&binary)
+        .arg(".")
+        .current_dir(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/go/sarama_roundtrip"
+        ))
+        .env("GO111MODULE", "off")
+        .env("GOPATH", "/usr/share/gocode")
+        .env("GOCACHE", out.join("cache"))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run go ({e}): install golang-go (scripts/setup does)"));
+    assert!(
+        built.status.success(),
+        "building the sarama program failed:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    binary
+}
+
+async fn sarama_1_22_produces_and_consumes_with_every_codec(broker: &Broker) {
+    let program = sarama_roundtrip();
+    // 0.8.2.0: Produce v0, Fetch v0, message format 0 (no timestamps, no
+    // lz4 in sarama); 0.10.0.0: Produce v2, Fetch v2, message format 1.
+    let runs = [
+        ("0.8.2.0", "none"),
+        ("0.8.2.0", "gzip"),
+        ("0.8.2.0", "snappy"),
+        ("0.10.0.0", "none"),
+        ("0.10.0.0", "gzip"),
+        ("0.10.0.0", "snappy"),
+        ("0.10.0.0", "lz4"),
+    ];
+    for (version, codec) in runs {
+        let topic = format!("sarama-{version}-{codec}");
+        let run = std::process::Command::new(&program)
+            .args([&broker.kafka, &topic, version, codec])
+            .output()
+            .expect("sarama program runs");
+        assert!(
+            run.status.success(),
+            "sarama {version} {codec}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let timestamp = |i: i64| {
+            if version == "0.8.2.0" {
+                -1
+            } else {
+                1_700_000_000_000 + i
+            }
+        };
+        let expected: String = (0..3)
+            .map(|i| format!("{i} k{i} v{i}-{codec} {}\n", timestamp(i)))
+            .collect();
+        assert_eq!(
+            String::from_utf8_lossy(&run.stdout),
+            expected,
+            "sarama {version} {codec} reads back what it produced"
+        );
+
+        // rdkafka reads the same records, compressed wrappers unpacked.
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &broker.kafka)
+            .set("broker.address.family", "v4")
+            .set("group.id", "legacy-sarama-reader")
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("consumer");
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&topic, 0, Offset::Beginning)
+            .expect("partition");
+        consumer.assign(&tpl).expect("assign");
+        let deadline = Instant::now() + TIMEOUT;
+        let mut read = String::new();
+        let mut count = 0;
+        while count < 3 {
+            assert!(Instant::now() < deadline, "rdkafka read only {read}");
+            if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+                let m = m.expect("consumed");
+                read.push_str(&format!(
+                    "{} {} {} {}\n",
+                    m.offset(),
+                    String::from_utf8_lossy(m.key().unwrap_or_default()),
+                    String::from_utf8_lossy(m.payload().unwrap_or_default()),
+                    m.timestamp().to_millis().unwrap_or(-1)
+                ));
+                count += 1;
+            }
+        }
+        assert_eq!(read, expected, "rdkafka reads sarama {version} {codec}");
+    }
+
+    // The old versions were the ones spoken.
+    let metrics = reqwest::get(format!("{}/metrics", broker.http))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    for (api, version) in [("Produce", 0), ("Produce", 2), ("Fetch", 0), ("Fetch", 2)] {
+        let series = format!("queen_kafka_requests_total{{api=\"{api}\",version=\"{version}\"}}");
+        assert!(
+            metrics.lines().any(|l| l.starts_with(&series)),
+            "no {api} v{version} request counted"
+        );
+    }
+    let _ = std::fs::remove_file(program);
+}
+
 async fn unsupported_versions_are_answered_where_the_client_can_read_them(broker: &Broker) {
     let mut raw = Raw::connect(&broker.kafka);
     // A flexible version: the header ends with its (empty) tagged fields.
@@ -692,5 +813,6 @@ support::broker_scenarios!(&[];
     rdkafka_records_read_back_through_old_fetches,
     old_offset_and_admin_versions_are_served,
     old_epoch_config_and_acl_versions_are_served,
+    sarama_1_22_produces_and_consumes_with_every_codec,
     unsupported_versions_are_answered_where_the_client_can_read_them,
 );
