@@ -236,6 +236,24 @@ async fn old_produce_versions_answer_and_store_byte_for_byte(broker: &Broker) {
         "a bad CRC"
     );
 
+    // Produce v3 and later take only record batches: INVALID_RECORD.
+    let v3 = [
+        i16b(-1),
+        produce_body(topic, &message(1, 0, 5, None, Some(b"v"))),
+    ]
+    .concat();
+    let answer = exchange(&mut raw, ApiKey::Produce, 3, 14, &v3);
+    let refused = array(&[[
+        string(topic),
+        array(&[[i32b(0), i16b(87), i64b(-1), i64b(-1)].concat()]),
+    ]
+    .concat()]);
+    assert_eq!(
+        &answer[..],
+        [i32b(14), refused, i32b(0)].concat(),
+        "a message set in v3"
+    );
+
     // Every Fetch version reads the same four records back, down-converted.
     for version in 0..=3 {
         let correlation = 20 + i32::from(version);
