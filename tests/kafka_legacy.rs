@@ -3,8 +3,8 @@
 //! message sets of magic 0 and 1, Fetch v0–v3 with down-conversion, and
 //! the old offset and admin versions, spoken byte by byte and compared
 //! byte for byte; records cross between the old formats, rdkafka and the
-//! HTTP API unchanged; Debian's sarama 1.22 (a Go program built in GOPATH
-//! mode) produces and consumes with every codec; versions not served are answered UNSUPPORTED_VERSION
+//! HTTP API unchanged; Debian's sarama 1.22 and kafka-go 0.2 (Go programs
+//! built in GOPATH mode) produce and consume with every codec; versions not served are answered UNSUPPORTED_VERSION
 //! where the answer has a form the client can read.
 
 mod support;
@@ -651,24 +651,22 @@ async fn old_epoch_config_and_acl_versions_are_served(broker: &Broker) {
     assert_eq!(&answer[..], &expected[..], "DeleteAcls v0");
 }
 
-/// Builds `tests/go/sarama_roundtrip` against Debian's sarama 1.22 sources
-/// in GOPATH mode (no module download), once per test binary's output.
-fn sarama_roundtrip() -> std::path::PathBuf {
-    const SARAMA: &str = "/usr/share/gocode/src/github.com/Shopify/sarama";
+/// Builds the Go program `tests/go/{name}` against Debian's packaged
+/// sources in GOPATH mode (no module download); `package` is the Debian
+/// package holding `sources`, named when they are missing.
+fn go_program(name: &str, sources: &str, package: &str) -> std::path::PathBuf {
+    let sources = format!("/usr/share/gocode/src/{sources}");
     assert!(
-        std::path::Path::new(SARAMA).is_dir(),
-        "{SARAMA} is missing: install golang-go and golang-github-shopify-sarama-dev (scripts/setup does)"
+        std::path::Path::new(&sources).is_dir(),
+        "{sources} is missing: install golang-go and {package} (scripts/setup does)"
     );
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sarama-go");
-    let binary = out.join(format!("sarama_roundtrip-{}", std::process::id()));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("legacy-go");
+    let binary = out.join(format!("{name}-{}", std::process::id()));
     let built = std::process::Command::new("go")
         .args(["build", "-o"])
         .arg(&binary)
         .arg(".")
-        .current_dir(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/go/sarama_roundtrip"
-        ))
+        .current_dir(format!("{}/tests/go/{name}", env!("CARGO_MANIFEST_DIR")))
         .env("GO111MODULE", "off")
         .env("GOPATH", "/usr/share/gocode")
         .env("GOCACHE", out.join("cache"))
@@ -676,14 +674,64 @@ fn sarama_roundtrip() -> std::path::PathBuf {
         .unwrap_or_else(|e| panic!("cannot run go ({e}): install golang-go (scripts/setup does)"));
     assert!(
         built.status.success(),
-        "building the sarama program failed:\n{}",
+        "building {name} failed:\n{}",
         String::from_utf8_lossy(&built.stderr)
     );
     binary
 }
 
+/// Every record of partition 0 of `topic` as rdkafka reads it, one line
+/// each: "offset key value timestamp-ms" (-1: none).
+fn rdkafka_lines(broker: &Broker, topic: &str, count: usize) -> String {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &broker.kafka)
+        .set("broker.address.family", "v4")
+        .set("group.id", "legacy-go-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .expect("partition");
+    consumer.assign(&tpl).expect("assign");
+    let deadline = Instant::now() + TIMEOUT;
+    let mut read = String::new();
+    let mut n = 0;
+    while n < count {
+        assert!(Instant::now() < deadline, "rdkafka read only {read}");
+        if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+            let m = m.expect("consumed");
+            read.push_str(&format!(
+                "{} {} {} {}\n",
+                m.offset(),
+                String::from_utf8_lossy(m.key().unwrap_or_default()),
+                String::from_utf8_lossy(m.payload().unwrap_or_default()),
+                m.timestamp().to_millis().unwrap_or(-1)
+            ));
+            n += 1;
+        }
+    }
+    read
+}
+
+/// Whether the broker counted a request of `api` at `version`.
+async fn spoken(broker: &Broker, api: &str, version: i16) -> bool {
+    let metrics = reqwest::get(format!("{}/metrics", broker.http))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    let series = format!("queen_kafka_requests_total{{api=\"{api}\",version=\"{version}\"}}");
+    metrics.lines().any(|l| l.starts_with(&series))
+}
+
 async fn sarama_1_22_produces_and_consumes_with_every_codec(broker: &Broker) {
-    let program = sarama_roundtrip();
+    let program = go_program(
+        "sarama_roundtrip",
+        "github.com/Shopify/sarama",
+        "golang-github-shopify-sarama-dev",
+    );
     // 0.8.2.0: Produce v0, Fetch v0, message format 0 (no timestamps, no
     // lz4 in sarama); 0.10.0.0: Produce v2, Fetch v2, message format 1.
     let runs = [
@@ -723,50 +771,50 @@ async fn sarama_1_22_produces_and_consumes_with_every_codec(broker: &Broker) {
         );
 
         // rdkafka reads the same records, compressed wrappers unpacked.
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &broker.kafka)
-            .set("broker.address.family", "v4")
-            .set("group.id", "legacy-sarama-reader")
-            .set("enable.auto.commit", "false")
-            .create()
-            .expect("consumer");
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&topic, 0, Offset::Beginning)
-            .expect("partition");
-        consumer.assign(&tpl).expect("assign");
-        let deadline = Instant::now() + TIMEOUT;
-        let mut read = String::new();
-        let mut count = 0;
-        while count < 3 {
-            assert!(Instant::now() < deadline, "rdkafka read only {read}");
-            if let Some(m) = consumer.poll(Duration::from_millis(100)) {
-                let m = m.expect("consumed");
-                read.push_str(&format!(
-                    "{} {} {} {}\n",
-                    m.offset(),
-                    String::from_utf8_lossy(m.key().unwrap_or_default()),
-                    String::from_utf8_lossy(m.payload().unwrap_or_default()),
-                    m.timestamp().to_millis().unwrap_or(-1)
-                ));
-                count += 1;
-            }
-        }
+        let read = rdkafka_lines(broker, &topic, 3);
         assert_eq!(read, expected, "rdkafka reads sarama {version} {codec}");
     }
 
     // The old versions were the ones spoken.
-    let metrics = reqwest::get(format!("{}/metrics", broker.http))
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
     for (api, version) in [("Produce", 0), ("Produce", 2), ("Fetch", 0), ("Fetch", 2)] {
-        let series = format!("queen_kafka_requests_total{{api=\"{api}\",version=\"{version}\"}}");
+        assert!(spoken(broker, api, version).await, "no {api} v{version}");
+    }
+    let _ = std::fs::remove_file(program);
+}
+
+async fn kafka_go_0_2_writes_and_reads_with_every_codec(broker: &Broker) {
+    let program = go_program(
+        "kafka_go_roundtrip",
+        "github.com/segmentio/kafka-go",
+        "golang-github-segmentio-kafka-go-dev",
+    );
+    for codec in ["none", "gzip", "snappy", "lz4"] {
+        let topic = format!("kafka-go-{codec}");
+        let run = std::process::Command::new(&program)
+            .args([&broker.kafka, &topic, codec])
+            .output()
+            .expect("kafka-go program runs");
         assert!(
-            metrics.lines().any(|l| l.starts_with(&series)),
-            "no {api} v{version} request counted"
+            run.status.success(),
+            "kafka-go {codec}: {}",
+            String::from_utf8_lossy(&run.stderr)
         );
+        let expected: String = (0..3)
+            .map(|i: i64| format!("{i} k{i} v{i}-{codec} {}\n", 1_700_000_000_000 + i))
+            .collect();
+        assert_eq!(
+            String::from_utf8_lossy(&run.stdout),
+            expected,
+            "kafka-go {codec}"
+        );
+        assert_eq!(
+            rdkafka_lines(broker, &topic, 3),
+            expected,
+            "rdkafka reads kafka-go {codec}"
+        );
+    }
+    for (api, version) in [("Produce", 2), ("Fetch", 2), ("ListOffsets", 1)] {
+        assert!(spoken(broker, api, version).await, "no {api} v{version}");
     }
     let _ = std::fs::remove_file(program);
 }
@@ -832,5 +880,6 @@ support::broker_scenarios!(&[];
     old_offset_and_admin_versions_are_served,
     old_epoch_config_and_acl_versions_are_served,
     sarama_1_22_produces_and_consumes_with_every_codec,
+    kafka_go_0_2_writes_and_reads_with_every_codec,
     unsupported_versions_are_answered_where_the_client_can_read_them,
 );
