@@ -16,6 +16,7 @@ const LOG_OVERHEAD: usize = 12;
 /// The smallest message after its size: crc, magic, attributes, two null lengths.
 const MIN_MESSAGE: usize = 4 + 1 + 1 + 4 + 4;
 const ATTR_COMPRESSION: i8 = 0x07;
+const CODEC_LZ4: i8 = 3;
 /// Magic 1: the wrapper's timestamp is the broker's append time.
 const ATTR_LOG_APPEND_TIME: i8 = 0x08;
 /// The timestamp Kafka gives a magic-0 message, which has none.
@@ -104,7 +105,10 @@ fn read_set(
             if wrapper.is_some() {
                 return Err(corrupt("a compressed message inside a compressed message"));
             }
-            let inner = value.ok_or_else(|| corrupt("a compressed message without a value"))?;
+            let mut inner = value.ok_or_else(|| corrupt("a compressed message without a value"))?;
+            if magic == 0 && codec == CODEC_LZ4 {
+                inner = lz4_header_checksum_fixed(inner);
+            }
             let inner = decompress(i16::from(codec), inner, budget)?;
             read_set(inner, budget, Some((magic, attributes, timestamp)), out)?;
             continue;
@@ -127,6 +131,28 @@ fn read_set(
         });
     }
     Ok(())
+}
+
+/// Kafka's clients before 0.10 computed the LZ4 frame's header checksum
+/// over the frame's magic number too; Kafka ignores it for magic 0. Here
+/// it is recomputed over the descriptor, as the LZ4 frame format defines
+/// it, so the decoder accepts the frame either way.
+fn lz4_header_checksum_fixed(frame: Bytes) -> Bytes {
+    const MAGIC_LEN: usize = 4;
+    const CONTENT_SIZE_FLAG: u8 = 0x08;
+    let Some(&flags) = frame.get(MAGIC_LEN) else {
+        return frame;
+    };
+    // FLG, BD and the optional 8-byte content size, then the checksum byte.
+    let descriptor = 2 + if flags & CONTENT_SIZE_FLAG != 0 { 8 } else { 0 };
+    let at = MAGIC_LEN + descriptor;
+    if frame.len() <= at {
+        return frame;
+    }
+    let checksum = (xxhash_rust::xxh32::xxh32(&frame[MAGIC_LEN..at], 0) >> 8) as u8;
+    let mut fixed = BytesMut::from(&frame[..]);
+    fixed[at] = checksum;
+    fixed.freeze()
 }
 
 fn nullable_bytes(m: &mut Bytes) -> Result<Option<Bytes>, BatchError> {
@@ -247,12 +273,7 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         gz.write_all(&inner).expect("compressed");
         let compressed = gz.finish().expect("compressed");
-        let mut wrapper = BytesMut::new();
-        put_message(&mut wrapper, 1, 2, 102, None, Some(&compressed));
-        wrapper[17] = 1; // attributes: gzip
-        let crc = crc32fast::hash(&wrapper[16..]);
-        wrapper[12..16].copy_from_slice(&crc.to_be_bytes());
-        let records = decode(wrapper.freeze(), 1 << 20).expect("decoded");
+        let records = decode(wrapper(1, 1, &compressed).freeze(), 1 << 20).expect("decoded");
         let values: Vec<_> = records
             .iter()
             .map(|r| {
@@ -270,6 +291,47 @@ mod tests {
                 (Bytes::from_static(b"m2"), 102)
             ]
         );
+    }
+
+    /// A wrapper of `inner` compressed with `codec` (attributes), CRC fixed.
+    fn wrapper(magic: i8, codec: u8, compressed: &[u8]) -> BytesMut {
+        let mut wrapper = BytesMut::new();
+        put_message(&mut wrapper, magic, 0, 0, None, Some(compressed));
+        wrapper[17] = codec;
+        let crc = crc32fast::hash(&wrapper[16..]);
+        wrapper[12..16].copy_from_slice(&crc.to_be_bytes());
+        wrapper
+    }
+
+    #[test]
+    fn a_magic_0_lz4_frame_with_the_old_clients_header_checksum_is_read() {
+        use std::io::Write;
+        let mut inner = BytesMut::new();
+        put_message(&mut inner, 0, 0, 0, Some(b"k"), Some(b"old lz4"));
+        let mut encoder = lz4::EncoderBuilder::new()
+            .build(Vec::new())
+            .expect("encoder");
+        encoder.write_all(&inner).expect("compressed");
+        let (mut frame, done) = encoder.finish();
+        done.expect("compressed");
+        // The pre-0.10 Java client's checksum: over the magic number too.
+        let flags = frame[4];
+        let at = 4 + 2 + if flags & 0x08 != 0 { 8 } else { 0 };
+        frame[at] = (xxhash_rust::xxh32::xxh32(&frame[..at], 0) >> 8) as u8;
+        let records = decode(wrapper(0, 3, &frame).freeze(), 1 << 20).expect("decoded");
+        assert_eq!(records.len(), 1);
+        assert_eq!(kafka(&records[0]).value.as_deref(), Some(&b"old lz4"[..]));
+        // Magic 1 keeps the check: the same broken frame is corrupt there.
+        let mut inner1 = BytesMut::new();
+        put_message(&mut inner1, 1, 0, 0, Some(b"k"), Some(b"old lz4"));
+        let mut encoder = lz4::EncoderBuilder::new()
+            .build(Vec::new())
+            .expect("encoder");
+        encoder.write_all(&inner1).expect("compressed");
+        let (mut frame, done) = encoder.finish();
+        done.expect("compressed");
+        frame[at] = (xxhash_rust::xxh32::xxh32(&frame[..at], 0) >> 8) as u8;
+        assert!(decode(wrapper(1, 3, &frame).freeze(), 1 << 20).is_err());
     }
 
     #[test]
