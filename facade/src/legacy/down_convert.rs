@@ -23,10 +23,16 @@ pub(crate) fn magic_for(fetch_version: i16) -> i8 {
 }
 
 /// Rewrites the batches of `data` as a message set of `magic`. A trailing
-/// partial batch (a fetch cut at its size limit) is left out.
+/// partial batch (a fetch cut at its size limit) is left out. As in
+/// Kafka's down-conversion, the set stays within the size of `data` (which
+/// the fetch's limits bounded; small records grow in the old formats) or
+/// of the first batch converted, whichever is larger, so a consumer always
+/// progresses: whole messages only.
 pub(crate) fn convert(mut data: Bytes, magic: i8) -> Result<Bytes, BatchError> {
-    let mut out = BytesMut::with_capacity(data.len() + data.len() / 2);
-    while data.remaining() >= HEADER_LEN {
+    let mut limit = data.len();
+    let mut first = true;
+    let mut out = BytesMut::with_capacity(limit);
+    'batches: while data.remaining() >= HEADER_LEN {
         let base_offset = i64::from_be_bytes(data[..8].try_into().unwrap_or_default());
         let len = i32::from_be_bytes([data[8], data[9], data[10], data[11]]);
         let Some(total) = usize::try_from(len)
@@ -63,6 +69,7 @@ pub(crate) fn convert(mut data: Bytes, magic: i8) -> Result<Bytes, BatchError> {
             let offset = base_offset.wrapping_add(varlong(&mut r)?);
             let key = nullable_bytes(&mut r)?;
             let value = nullable_bytes(&mut r)?;
+            let before = out.len();
             put_message(
                 &mut out,
                 magic,
@@ -71,6 +78,14 @@ pub(crate) fn convert(mut data: Bytes, magic: i8) -> Result<Bytes, BatchError> {
                 key.as_deref(),
                 value.as_deref(),
             );
+            if !first && out.len() > limit {
+                out.truncate(before);
+                break 'batches;
+            }
+        }
+        if first {
+            limit = limit.max(out.len());
+            first = false;
         }
     }
     Ok(out.freeze())
@@ -132,6 +147,42 @@ mod tests {
             }
             assert_eq!(set, expected.freeze(), "magic {magic}");
         }
+    }
+
+    #[test]
+    fn the_set_stays_within_the_batches_size_after_the_first_batch() {
+        let tiny: Vec<StoredMessage> = (0..50).map(|o| stored(o, 1, None)).collect();
+        let mut all = BytesMut::new();
+        for o in 0..50 {
+            let value = format!("value-{o}");
+            put_message(&mut all, 1, o, 1, None, Some(value.as_bytes()));
+        }
+        // A first batch is converted whole, however much it grows.
+        let mut one_batch = BytesMut::new();
+        encode_batch(&tiny, &mut one_batch);
+        assert!(all.len() > one_batch.len(), "tiny records grow");
+        let whole = convert(one_batch.freeze(), 1).expect("converted");
+        assert_eq!(whole, all.clone().freeze());
+        // After it, only whole messages within the batches' size.
+        let mut batches = BytesMut::new();
+        encode_batch(&tiny[..1], &mut batches);
+        encode_batch(&tiny[1..], &mut batches);
+        let set = convert(batches.clone().freeze(), 1).expect("converted");
+        assert!(
+            set.len() <= batches.len(),
+            "{} > {}",
+            set.len(),
+            batches.len()
+        );
+        let mut n = 0;
+        let mut prefix = BytesMut::new();
+        while prefix.len() < set.len() {
+            let value = format!("value-{n}");
+            put_message(&mut prefix, 1, n, 1, None, Some(value.as_bytes()));
+            n += 1;
+        }
+        assert_eq!(set, prefix.freeze(), "whole messages, in order");
+        assert!((10..50).contains(&n), "{n} of 50 fit");
     }
 
     #[test]
