@@ -12,7 +12,10 @@
 //! - `conn`: one connection's frames (after TLS, through its auth session),
 //!   bounded by the maximum request size, answered in order.
 //! - `handlers/`: dispatch (header, version check, codec) and one file per
-//!   API; `versions`: the single table of implemented APIs and versions.
+//!   API; `versions`: the tables of implemented APIs and versions;
+//!   `legacy/`: codecs of the versions older than the protocol crate's
+//!   (message sets of magic 0 and 1, Fetch down-conversion), translating to
+//!   and from the crate's structs so the same handlers serve them.
 //! - `guard`: a schema walk that refuses impossible counts before the codec
 //!   allocates for them.
 //! - `authorized`: KIP-430's authorized operations, by the ACLs; the
@@ -41,6 +44,7 @@ mod error;
 mod groups;
 mod guard;
 pub mod handlers;
+mod legacy;
 pub mod listener;
 pub mod metrics;
 mod produce_rules;

@@ -2,8 +2,9 @@
 //!
 //! Produce: [`decode_batches`] checks each batch (length, magic, CRC-32C),
 //! decompresses it within a budget and turns every record into a stored
-//! [`Record`] with a minted id. Fetch: [`encode_batch`] writes stored
-//! messages as one uncompressed batch.
+//! [`Record`] with a minted id (a message set of magic 0 or 1, from an old
+//! client, is read by `legacy::message_set`). Fetch: [`encode_batch`]
+//! writes stored messages as one uncompressed batch.
 //!
 //! The record level is written here rather than taken from
 //! `kafka_protocol::records`, because that codec keeps headers in a map
@@ -24,8 +25,8 @@ pub enum BatchError {
     /// Lengths, CRC or record structure do not add up.
     #[error("corrupt record batch: {0}")]
     Corrupt(String),
-    /// Not a magic-2 batch.
-    #[error("record batch magic {0} is not supported (only 2)")]
+    /// Neither a magic-2 batch nor a magic-0/1 message set.
+    #[error("record batch magic {0} is not supported (only 0, 1 and 2)")]
     UnsupportedMagic(i8),
     /// Decompressed, the batch would exceed the budget.
     #[error("record batch is larger than {0} bytes once decompressed")]
@@ -64,6 +65,13 @@ pub fn decode_batches(data: Bytes, budget: usize) -> Result<Vec<Record>, BatchEr
 /// idempotent producer sends one batch per partition and request, as Kafka
 /// requires; more are refused.
 pub fn decode(mut data: Bytes, budget: usize) -> Result<Decoded, BatchError> {
+    // Old clients (Produce v0–v2) send message sets of magic 0 or 1.
+    if crate::legacy::message_set::is_message_set(&data) {
+        return crate::legacy::message_set::decode(data, budget).map(|records| Decoded {
+            records,
+            producer: None,
+        });
+    }
     let mut out = Decoded::default();
     let mut batches = 0;
     while data.has_remaining() {
@@ -193,13 +201,13 @@ fn decode_record(
 }
 
 /// A zigzag varint of up to 64 bits.
-fn varlong(buf: &mut Bytes) -> Result<i64, BatchError> {
+pub(crate) fn varlong(buf: &mut Bytes) -> Result<i64, BatchError> {
     let (v, len) = varint::zigzag(buf).map_err(|e| corrupt(&e.to_string()))?;
     buf.advance(len);
     Ok(v)
 }
 
-fn nullable_bytes(buf: &mut Bytes) -> Result<Option<Bytes>, BatchError> {
+pub(crate) fn nullable_bytes(buf: &mut Bytes) -> Result<Option<Bytes>, BatchError> {
     let len = varlong(buf)?;
     if len < 0 {
         return Ok(None);
@@ -212,7 +220,7 @@ fn nullable_bytes(buf: &mut Bytes) -> Result<Option<Bytes>, BatchError> {
 }
 
 /// Decompresses a batch body, refusing to produce more than `budget` bytes.
-fn decompress(codec: i16, data: Bytes, budget: usize) -> Result<Bytes, BatchError> {
+pub(crate) fn decompress(codec: i16, data: Bytes, budget: usize) -> Result<Bytes, BatchError> {
     let bounded = |reader: &mut dyn Read| -> Result<Bytes, BatchError> {
         let mut out = Vec::new();
         reader

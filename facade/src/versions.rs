@@ -1,14 +1,14 @@
-//! The one table of Kafka APIs and versions this broker implements. Both
-//! ApiVersions (what is advertised) and dispatch (what is accepted) read it,
-//! so the two cannot drift apart.
+//! The tables of Kafka APIs and versions this broker implements: those the
+//! `kafka-protocol` crate decodes, and older ones with codecs of their own
+//! (`crate::legacy`). Both ApiVersions (what is advertised) and dispatch
+//! (what is accepted) read them, so the two cannot drift apart.
 
 use kafka_protocol::messages::ApiKey;
 
 /// (API, lowest version, highest version) implemented, each version fully.
 /// The lowest are the oldest the pinned `kafka-protocol` crate decodes
-/// (Kafka 4.0's schemas; Kafka 3.9 serves older ones still, for clients
-/// such as sarama 1.22 and kafka-go 0.2, which need codecs of their own);
-/// the highest are the crate's newest.
+/// (Kafka 4.0's schemas; the older ones Kafka 3.9 serves are in
+/// [`LEGACY`]); the highest are the crate's newest.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 13),
     (ApiKey::Fetch, 4, 18),
@@ -46,12 +46,50 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteAcls, 1, 3),
 ];
 
-/// The implemented range of `key`, if it is implemented at all.
-pub fn range(key: ApiKey) -> Option<(i16, i16)> {
-    SUPPORTED
+/// (API, lowest version, highest version) served by `crate::legacy`'s own
+/// codecs: the versions Kafka 3.9 serves below the crate's oldest, which
+/// clients such as sarama 1.22, kafka-go 0.2 and Burrow send. Each range
+/// ends right below the API's range in [`SUPPORTED`].
+pub const LEGACY: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 0, 2),
+    (ApiKey::Fetch, 0, 3),
+    (ApiKey::ListOffsets, 0, 0),
+    (ApiKey::OffsetCommit, 0, 1),
+    (ApiKey::OffsetFetch, 0, 0),
+    (ApiKey::CreateTopics, 0, 1),
+    (ApiKey::DeleteTopics, 0, 0),
+    (ApiKey::DescribeConfigs, 0, 0),
+    (ApiKey::OffsetForLeaderEpoch, 0, 1),
+    (ApiKey::DescribeAcls, 0, 0),
+    (ApiKey::CreateAcls, 0, 0),
+    (ApiKey::DeleteAcls, 0, 0),
+];
+
+fn find(table: &[(ApiKey, i16, i16)], key: ApiKey) -> Option<(i16, i16)> {
+    table
         .iter()
         .find(|(k, _, _)| *k == key)
         .map(|&(_, min, max)| (min, max))
+}
+
+/// The legacy range of `key`, if it has one.
+pub fn legacy_range(key: ApiKey) -> Option<(i16, i16)> {
+    find(LEGACY, key)
+}
+
+/// The implemented range of `key`, old versions included, if it is
+/// implemented at all.
+pub fn range(key: ApiKey) -> Option<(i16, i16)> {
+    let (min, max) = find(SUPPORTED, key)?;
+    Some((legacy_range(key).map_or(min, |(old, _)| old), max))
+}
+
+/// Every implemented API with its whole range, as ApiVersions advertises it.
+pub fn advertised() -> impl Iterator<Item = (ApiKey, i16, i16)> {
+    SUPPORTED.iter().filter_map(|&(key, _, _)| {
+        let (min, max) = range(key)?;
+        Some((key, min, max))
+    })
 }
 
 /// Whether `version` of `key` is implemented.
@@ -77,11 +115,26 @@ mod tests {
 
     #[test]
     fn nothing_is_listed_twice() {
-        for (i, (key, _, _)) in SUPPORTED.iter().enumerate() {
-            assert!(
-                SUPPORTED[i + 1..].iter().all(|(k, _, _)| k != key),
-                "{key:?}"
-            );
+        for table in [SUPPORTED, LEGACY] {
+            for (i, (key, _, _)) in table.iter().enumerate() {
+                assert!(table[i + 1..].iter().all(|(k, _, _)| k != key), "{key:?}");
+            }
         }
+    }
+
+    #[test]
+    fn legacy_ranges_are_below_the_codec_and_meet_the_supported_ones() {
+        for &(key, min, max) in LEGACY {
+            let codec = key.valid_versions();
+            assert!(0 <= min && min <= max, "{key:?}");
+            // Old versions the crate could decode need no codec of ours.
+            assert!(max < codec.min, "{key:?} {min}..={max} inside {codec}");
+            let (supported, _) = find(SUPPORTED, key).expect("a legacy API is implemented");
+            assert_eq!(max + 1, supported, "{key:?}: a gap between the tables");
+            assert_eq!(range(key).map(|(lo, _)| lo), Some(min), "{key:?}");
+            assert!((min..=max).all(|v| supports(key, v)), "{key:?}");
+        }
+        assert!(!supports(ApiKey::Produce, -1));
+        assert_eq!(advertised().count(), SUPPORTED.len());
     }
 }

@@ -6,12 +6,11 @@ use kafka_protocol::ResponseError;
 use storage::Access;
 
 use crate::broker::Broker;
-use crate::versions::SUPPORTED;
+use crate::versions;
 
 fn api_keys() -> Vec<ApiVersion> {
-    SUPPORTED
-        .iter()
-        .map(|&(key, min, max)| {
+    versions::advertised()
+        .map(|(key, min, max)| {
             ApiVersion::default()
                 .with_api_key(key as i16)
                 .with_min_version(min)

@@ -1,6 +1,7 @@
 //! Request dispatch: decode the header, check the version against
-//! [`crate::versions`], decode the body with `kafka-protocol`, call the
-//! API's handler (one file each), encode the answer with its header.
+//! [`crate::versions`], decode the body with `kafka-protocol` (or, for the
+//! versions older than its own, with `crate::legacy`), call the API's
+//! handler (one file each), encode the answer with its header.
 
 mod acls;
 mod alter_configs;
@@ -85,8 +86,8 @@ pub struct Parsed {
     /// The client id of the header (a slice of the frame: no copy on the
     /// hot path; only JoinGroup keeps it).
     pub client_id: Option<StrBytes>,
-    /// The body; `None` for an ApiVersions version this broker does not
-    /// implement, which is answered anyway.
+    /// The body; `None` for a version this broker does not implement that
+    /// is answered anyway (`UNSUPPORTED_VERSION`; ApiVersions as v0).
     pub body: Option<RequestKind>,
 }
 
@@ -107,7 +108,10 @@ pub fn parse(mut frame: Bytes) -> Result<Parsed, ConnError> {
     let correlation_id = header.correlation_id;
     let client_id = header.client_id;
     if !versions::supports(api, version) {
-        if api == ApiKey::ApiVersions {
+        // Answered with UNSUPPORTED_VERSION in `route` (ApiVersions as v0).
+        if api == ApiKey::ApiVersions
+            || crate::legacy::unsupported::answer(api, version, correlation_id).is_some()
+        {
             return Ok(Parsed {
                 api,
                 version,
@@ -119,6 +123,15 @@ pub fn parse(mut frame: Bytes) -> Result<Parsed, ConnError> {
         return Err(ConnError::UnsupportedVersion {
             api: format!("{api:?}"),
             version,
+        });
+    }
+    if crate::legacy::serves(api, version) {
+        return Ok(Parsed {
+            api,
+            version,
+            correlation_id,
+            client_id,
+            body: Some(crate::legacy::decode_request(api, version, frame)?),
         });
     }
     // The codec trusts counts from the wire when it allocates; check them first.
@@ -228,7 +241,12 @@ async fn route(
         ($($kind:ident => $handler:ident),* $(,)?) => {
             match body {
                 // Answered as v0, the one form every client can read.
-                None => ready(respond(api, 0, correlation_id, &api_versions::unsupported())),
+                None if api == ApiKey::ApiVersions => {
+                    ready(respond(api, 0, correlation_id, &api_versions::unsupported()))
+                }
+                None => crate::legacy::unsupported::answer(api, version, correlation_id)
+                    .map(|frame| Reply::Ready(Some(frame)))
+                    .ok_or_else(|| ConnError::UnsupportedVersion { api: format!("{api:?}"), version }),
                 $(Some(RequestKind::$kind(request)) => {
                     let answer = $handler::handle(broker, version, request, access).await;
                     ready(respond(api, version, correlation_id, &answer))
@@ -302,7 +320,7 @@ async fn route(
 }
 
 /// Encodes `answer` as a response frame: length, header, body.
-pub(crate) fn respond<T: Encodable>(
+pub(crate) fn respond<T: Encodable + std::any::Any>(
     api: ApiKey,
     version: i16,
     correlation_id: i32,
@@ -311,10 +329,15 @@ pub(crate) fn respond<T: Encodable>(
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
     let mut buf = BytesMut::with_capacity(64);
     buf.put_i32(0);
+    let failed = |e| ConnError::Encode(format!("{api:?} v{version}: {e}"));
     header
         .encode(&mut buf, api.response_header_version(version))
-        .and_then(|()| answer.encode(&mut buf, version))
-        .map_err(|e| ConnError::Encode(format!("{api:?} v{version}: {e}")))?;
+        .map_err(failed)?;
+    if crate::legacy::serves(api, version) {
+        crate::legacy::encode_response(api, version, answer, &mut buf)?;
+    } else {
+        answer.encode(&mut buf, version).map_err(failed)?;
+    }
     let len = (buf.len() - 4) as i32;
     buf[..4].copy_from_slice(&len.to_be_bytes());
     Ok(buf)

@@ -82,6 +82,11 @@ pub(super) async fn handle(
                 continue;
             }
             let records = data.records.unwrap_or_default();
+            // Kafka takes message sets (magic 0 and 1) only from Produce v0–v2.
+            if version >= 3 && crate::legacy::message_set::is_message_set(&records) {
+                partitions[p].1 = ResponseError::InvalidRecord.code();
+                continue;
+            }
             let size = records.len();
             let queued = match prepare(broker, &name, data.index, records).await {
                 Ok((partition_id, batch)) => {
