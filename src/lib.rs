@@ -72,6 +72,7 @@ pub async fn run(
             initial_delay_ms: config.group_initial_rebalance_delay_ms,
         },
         authorization: kafka_listeners::authorization(&config)?,
+        transaction_max_timeout_ms: config.transaction_max_timeout_ms,
     };
     let broker = facade::Broker::register(engine.clone(), facade_config)
         .await

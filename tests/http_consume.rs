@@ -158,6 +158,7 @@ async fn kafka_records_pop_with_their_encodings(api: &Api) {
                     Header {
                         key: Bytes::from_static(b"h"),
                         value: Some(Bytes::from_static(b"text")),
+                        txn: None,
                     },
                     Header {
                         key: Bytes::from_static(b"h"),

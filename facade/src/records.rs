@@ -14,6 +14,7 @@ use std::io::Read;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use storage::producers::ProducerBatch;
+use storage::record::TxnMark;
 use storage::{Content, Header, KafkaRecord, Record, StoredMessage};
 
 use crate::varint;
@@ -38,6 +39,7 @@ pub enum BatchError {
 const HEADER_LEN: usize = 61;
 const CRC_START: usize = 21;
 const ATTR_COMPRESSION: i16 = 0x07;
+const ATTR_TRANSACTIONAL: i16 = 0x10;
 const ATTR_CONTROL: i16 = 0x20;
 
 fn corrupt(what: &str) -> BatchError {
@@ -142,7 +144,25 @@ fn decode_batch(
     if body.has_remaining() {
         return Err(corrupt("bytes after the last record"));
     }
+    if attributes & ATTR_TRANSACTIONAL != 0 {
+        if producer_id < 0 {
+            return Err(BatchError::Invalid(
+                "a transactional batch needs a producer id".into(),
+            ));
+        }
+        let mark = TxnMark {
+            producer_id,
+            epoch: producer_epoch,
+            marker: None,
+        };
+        for record in &mut out[before..] {
+            if let Content::Kafka(k) = &mut record.content {
+                k.txn = Some(mark);
+            }
+        }
+    }
     Ok((producer_id >= 0).then_some(ProducerBatch {
+        transactional: attributes & ATTR_TRANSACTIONAL != 0,
         producer_id,
         epoch: producer_epoch,
         base_sequence,
@@ -188,6 +208,7 @@ fn decode_record(
             value,
             headers,
             timestamp_ms: base_timestamp.wrapping_add(timestamp_delta),
+            txn: None,
         }),
     })
 }
@@ -294,9 +315,34 @@ pub const TRANSACTION_ID_HEADER: &str = "queen-transaction-id";
 /// The header that carries a native message's trace id.
 pub const TRACE_ID_HEADER: &str = "queen-trace-id";
 
+/// The transaction of a stored message, if it has one.
+fn txn_of(m: &StoredMessage) -> Option<TxnMark> {
+    match &m.record.content {
+        Content::Kafka(k) => k.txn,
+        Content::Json(_) => None,
+    }
+}
+
 /// Writes `messages` (ascending offsets; a compacted topic leaves gaps) as
-/// one uncompressed magic-2 batch.
+/// uncompressed magic-2 batches: one, unless transactions are among them,
+/// whose records and markers go in batches of their own carrying the
+/// producer and the transactional and control attributes, as Kafka's log
+/// holds them (read_committed clients drop aborted batches by producer).
 pub fn encode_batch(messages: &[StoredMessage], out: &mut BytesMut) {
+    let mut rest = messages;
+    while let Some(first) = rest.first() {
+        let txn = txn_of(first);
+        let run = rest
+            .iter()
+            .position(|m| txn_of(m) != txn)
+            .unwrap_or(rest.len());
+        encode_run(&rest[..run], txn, out);
+        rest = &rest[run..];
+    }
+}
+
+/// Writes `messages`, all of the transaction `txn` (or none), as one batch.
+fn encode_run(messages: &[StoredMessage], txn: Option<TxnMark>, out: &mut BytesMut) {
     let Some(first) = messages.first() else {
         return;
     };
@@ -350,13 +396,20 @@ pub fn encode_batch(messages: &[StoredMessage], out: &mut BytesMut) {
     out.put_i8(2);
     out.put_u32(0); // CRC, filled below
     let crc_from = out.len();
-    out.put_i16(0); // attributes: no compression, CreateTime
+    // Attributes: no compression, CreateTime, and the transaction's.
+    out.put_i16(match txn {
+        None => 0,
+        Some(TxnMark { marker: None, .. }) => ATTR_TRANSACTIONAL,
+        Some(TxnMark {
+            marker: Some(_), ..
+        }) => ATTR_TRANSACTIONAL | ATTR_CONTROL,
+    });
     let delta = |m: &StoredMessage| (m.offset - first.offset) as i32;
     out.put_i32(messages.last().map_or(0, delta)); // last offset delta
     out.put_i64(base_timestamp);
     out.put_i64(max_timestamp);
-    out.put_i64(-1); // producer id
-    out.put_i16(-1); // producer epoch
+    out.put_i64(txn.map_or(-1, |t| t.producer_id));
+    out.put_i16(txn.map_or(-1, |t| t.epoch));
     out.put_i32(-1); // base sequence
     out.put_i32(messages.len() as i32);
     let mut record = BytesMut::new();

@@ -3,6 +3,8 @@
 //! API's handler (one file each), encode the answer with its header.
 
 mod acls;
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_user_scram_credentials;
 mod api_versions;
@@ -19,6 +21,7 @@ mod describe_configs;
 mod describe_groups;
 mod describe_producers;
 mod describe_user_scram_credentials;
+mod end_txn;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -35,6 +38,7 @@ mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
 mod sync_group;
+mod txn_offset_commit;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -298,6 +302,10 @@ async fn route(
         CreateAcls => create_acls,
         DescribeAcls => describe_acls,
         DeleteAcls => delete_acls,
+        AddPartitionsToTxn => add_partitions_to_txn,
+        AddOffsetsToTxn => add_offsets_to_txn,
+        EndTxn => end_txn,
+        TxnOffsetCommit => txn_offset_commit,
     )
 }
 
