@@ -199,20 +199,17 @@ pub(crate) async fn clear(conn: &mut Conn<'_>, tid: &str) -> Result<()> {
     Ok(())
 }
 
-/// Whether an ongoing transaction holds offsets of `group` on any of
-/// `partitions` (OffsetFetch's `require_stable`).
-pub(crate) async fn has_pending_offsets(
-    store: &Store,
-    group: &str,
-    partitions: &[PartitionId],
-) -> Result<bool> {
-    let pending: Vec<PartitionId> = on_db!(store.reader(), pool => sqlx::query_scalar(
-        "SELECT partition_id FROM kafka_txn_offsets WHERE consumer_group = $1",
+/// The (topic, Kafka partition) pairs where an ongoing transaction holds
+/// offsets of `group` (OffsetFetch's `require_stable`).
+pub(crate) async fn pending_offsets(store: &Store, group: &str) -> Result<Vec<(String, i32)>> {
+    Ok(on_db!(store.reader(), pool => sqlx::query_as(
+        "SELECT DISTINCT q.name, p.kafka_index FROM kafka_txn_offsets o \
+         JOIN partitions p ON p.id = o.partition_id JOIN queues q ON q.id = p.queue_id \
+         WHERE o.consumer_group = $1",
     )
     .bind(group)
     .fetch_all(pool)
-    .await?);
-    Ok(pending.iter().any(|p| partitions.contains(p)))
+    .await?))
 }
 
 /// Where a transactional batch of `producer_id` at `epoch` may go: its

@@ -255,14 +255,10 @@ impl Engine {
         sql::transactions::aborted(&self.inner.store, partition_id, from, to).await
     }
 
-    /// Whether an ongoing transaction holds offsets of `group` for any of
-    /// `partitions`, not yet committed.
-    pub async fn pending_txn_offsets(
-        &self,
-        group: &str,
-        partitions: &[PartitionId],
-    ) -> Result<bool> {
-        sql::transactions::has_pending_offsets(&self.inner.store, group, partitions).await
+    /// The (topic, Kafka partition) pairs where an ongoing transaction
+    /// holds offsets of `group` that are not committed yet.
+    pub async fn pending_txn_offsets(&self, group: &str) -> Result<Vec<(String, i32)>> {
+        sql::transactions::pending_offsets(&self.inner.store, group).await
     }
 
     /// Marks a transaction ongoing (from now, if it was not).
