@@ -158,7 +158,6 @@ async fn kafka_records_pop_with_their_encodings(api: &Api) {
                     Header {
                         key: Bytes::from_static(b"h"),
                         value: Some(Bytes::from_static(b"text")),
-                        txn: None,
                     },
                     Header {
                         key: Bytes::from_static(b"h"),
@@ -170,6 +169,7 @@ async fn kafka_records_pop_with_their_encodings(api: &Api) {
                     },
                 ],
                 timestamp_ms: 1_700_000_000_000,
+                txn: None,
             }),
         },
     };

@@ -1,9 +1,9 @@
 //! FindCoordinator: the broker that coordinates a group, chosen the same way
 //! by every broker ([`Broker::coordinator`] over the live brokers), so every
-//! member of a group is sent to the same one. A transactional id (key type
-//! 1) is placed the same way: its coordinator's state is in the database,
-//! so any broker could serve it. As Kafka, the key needs DESCRIBE on its
-//! group or transactional id.
+//! member of a group is sent to the same one. A transactional id (key
+//! type 1) is placed the same way: its coordinator's state is in the
+//! database, so any broker could serve it. As Kafka, the key needs
+//! DESCRIBE on its group or transactional id.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
