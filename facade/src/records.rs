@@ -604,4 +604,90 @@ mod tests {
         let offsets: Vec<i64> = set.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, [40, 43, 47]);
     }
+
+    #[test]
+    fn transactions_keep_their_producer_and_attributes_both_ways() {
+        // Produced: a transactional batch marks its records.
+        let records: Vec<_> = (0..2)
+            .map(|i| kafka_protocol::records::Record {
+                transactional: true,
+                producer_id: 5,
+                producer_epoch: 2,
+                ..kafka_record(i, None, Some("v"))
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
+        let decoded = decode(buf.freeze(), 1 << 20).expect("decode");
+        let mark = TxnMark {
+            producer_id: 5,
+            epoch: 2,
+            marker: None,
+        };
+        assert!(decoded.producer.is_some_and(|p| p.transactional));
+        for r in &decoded.records {
+            assert!(matches!(&r.content, Content::Kafka(k) if k.txn == Some(mark)));
+        }
+
+        // Fetched: a plain record, the transaction's two, its commit
+        // marker, a plain one: four batches, as Kafka's log holds them.
+        let stored = |offset: i64, txn: Option<TxnMark>| StoredMessage {
+            offset,
+            created_at_ms: 5,
+            record: Record {
+                message_id: storage::new_message_id(),
+                transaction_id: None,
+                trace_id: None,
+                producer_sub: None,
+                content: Content::Kafka(KafkaRecord {
+                    key: None,
+                    value: Some(Bytes::from_static(b"v")),
+                    headers: Vec::new(),
+                    timestamp_ms: 7,
+                    txn,
+                }),
+            },
+        };
+        let commit = TxnMark {
+            marker: Some(storage::record::Marker::Commit),
+            ..mark
+        };
+        let messages = [
+            stored(0, None),
+            stored(1, Some(mark)),
+            stored(2, Some(mark)),
+            stored(3, Some(commit)),
+            stored(4, None),
+        ];
+        let mut out = BytesMut::new();
+        encode_batch(&messages, &mut out);
+        let set = RecordBatchDecoder::decode_all(&mut out.freeze()).expect("reference decoder");
+        let seen: Vec<(i64, bool, bool, i64, i16)> = set
+            .iter()
+            .flat_map(|s| &s.records)
+            .map(|r| {
+                (
+                    r.offset,
+                    r.transactional,
+                    r.control,
+                    r.producer_id,
+                    r.producer_epoch,
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (0, false, false, -1, -1),
+                (1, true, false, 5, 2),
+                (2, true, false, 5, 2),
+                (3, true, true, 5, 2),
+                (4, false, false, -1, -1),
+            ]
+        );
+    }
 }
