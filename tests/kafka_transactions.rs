@@ -17,9 +17,10 @@ use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnT
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
-    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, EndTxnRequest, EndTxnResponse,
-    GroupId, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
-    ListOffsetsResponse, OffsetFetchRequest, OffsetFetchResponse, ProducerId, TopicName,
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, DescribeTransactionsRequest,
+    DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse, GroupId, InitProducerIdRequest,
+    InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse, ListTransactionsRequest,
+    ListTransactionsResponse, OffsetFetchRequest, OffsetFetchResponse, ProducerId, TopicName,
     TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
@@ -411,7 +412,68 @@ async fn bad_requests_change_nothing(broker: &Broker) {
     .await;
 }
 
+async fn transactions_are_described_and_listed(broker: &Broker) {
+    create_topic(&broker.kafka, "seen", 2).await;
+    blocking(&broker.kafka, |kafka| {
+        let producer = transactional(kafka, "described");
+        producer.begin_transaction().expect("begin");
+        send(&producer, "seen", 1, "x");
+        send(&producer, "seen", 0, "y");
+        producer.flush(WAIT).expect("flushed");
+
+        let request = DescribeTransactionsRequest::default()
+            .with_transactional_ids(vec![tid("described"), tid("unknown")]);
+        let answer: DescribeTransactionsResponse =
+            call(kafka, ApiKey::DescribeTransactions, 0, &request);
+        let (known, unknown) = (&answer.transaction_states[0], &answer.transaction_states[1]);
+        assert_eq!(known.error_code, 0);
+        assert_eq!(known.transaction_state.as_str(), "Ongoing");
+        assert_eq!(known.transaction_timeout_ms, 60_000);
+        assert!(known.transaction_start_time_ms > 0);
+        assert_eq!(known.topics.len(), 1);
+        assert_eq!(known.topics[0].topic.as_str(), "seen");
+        assert_eq!(known.topics[0].partitions, [0, 1]);
+        assert_eq!(
+            unknown.error_code,
+            ResponseError::TransactionalIdNotFound.code()
+        );
+
+        let list = |states: &[&str]| {
+            let request = ListTransactionsRequest::default()
+                .with_duration_filter(-1)
+                .with_state_filters(
+                    states
+                        .iter()
+                        .map(|s| StrBytes::from_string(s.to_string()))
+                        .collect(),
+                );
+            let answer: ListTransactionsResponse =
+                call(kafka, ApiKey::ListTransactions, 1, &request);
+            let ids: Vec<String> = answer
+                .transaction_states
+                .iter()
+                .map(|t| t.transactional_id.to_string())
+                .collect();
+            let unknown: Vec<String> = answer
+                .unknown_state_filters
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            (ids, unknown)
+        };
+        assert_eq!(list(&["Ongoing"]), (strings(&["described"]), vec![]));
+        assert_eq!(
+            list(&["CompleteCommit", "Bogus"]),
+            (vec![], strings(&["Bogus"]))
+        );
+        producer.commit_transaction(WAIT).expect("commit");
+        assert_eq!(list(&["CompleteCommit"]).0, strings(&["described"]));
+    })
+    .await;
+}
+
 broker_scenarios!(&[];
+    transactions_are_described_and_listed,
     commit_is_seen_and_abort_is_not,
     offsets_commit_with_the_transaction,
     a_fenced_producer_writes_nothing,

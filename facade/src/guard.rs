@@ -27,6 +27,7 @@ enum Ty {
     Str,
     Bytes,
     Ints,
+    Longs,
     Strs,
     Array(&'static [Field]),
 }
@@ -286,6 +287,15 @@ const TXN_OFFSET_COMMIT: &[Field] = &[
     ), // topics
 ];
 
+const DESCRIBE_TRANSACTIONS: &[Field] = &[Field(Strs, 0, ALL)]; // transactional_ids
+
+const LIST_TRANSACTIONS: &[Field] = &[
+    Field(Strs, 0, ALL),  // state_filters
+    Field(Longs, 0, ALL), // producer_id_filters
+    Field(I64, 1, ALL),   // duration_filter
+    Field(Str, 2, ALL),   // transactional_id_pattern
+];
+
 const DESCRIBE_PRODUCERS: &[Field] = &[Field(
     Array(&[Field(Str, 0, ALL), Field(Ints, 0, ALL)]),
     0,
@@ -514,6 +524,8 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::AddOffsetsToTxn => (ADD_OFFSETS_TO_TXN, 3),
         ApiKey::EndTxn => (END_TXN, 3),
         ApiKey::TxnOffsetCommit => (TXN_OFFSET_COMMIT, 3),
+        ApiKey::DescribeTransactions => (DESCRIBE_TRANSACTIONS, 0),
+        ApiKey::ListTransactions => (LIST_TRANSACTIONS, 0),
         _ => return None,
     })
 }
@@ -629,6 +641,7 @@ impl Walk<'_> {
                 None => Ok(()),
             },
             Ints => self.repeat(|w| w.field(I32)),
+            Longs => self.repeat(|w| w.field(I64)),
             Strs => self.repeat(|w| w.field(Str)),
             Array(fields) => self.repeat(|w| w.fields(fields)),
         }

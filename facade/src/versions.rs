@@ -48,6 +48,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AddOffsetsToTxn, 0, 4),
     (ApiKey::EndTxn, 0, 5),
     (ApiKey::TxnOffsetCommit, 0, 5),
+    (ApiKey::DescribeTransactions, 0, 0),
+    // v2 filters by a Java regular expression, not served.
+    (ApiKey::ListTransactions, 0, 1),
 ];
 
 /// The implemented range of `key`, if it is implemented at all.

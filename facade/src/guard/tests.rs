@@ -432,6 +432,13 @@ fn sample(api: ApiKey, version: i16) -> BytesMut {
             }
             r.encode(&mut buf, version)
         }
+        ApiKey::DescribeTransactions => DescribeTransactionsRequest::default()
+            .with_transactional_ids(two(TransactionalId(name("tx"))))
+            .encode(&mut buf, version),
+        ApiKey::ListTransactions => ListTransactionsRequest::default()
+            .with_state_filters(two(name("Ongoing")))
+            .with_producer_id_filters(two(ProducerId(7)))
+            .encode(&mut buf, version),
         other => panic!("no sample for {other:?}"),
     };
     result.unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));

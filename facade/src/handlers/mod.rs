@@ -20,6 +20,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_producers;
+mod describe_transactions;
 mod describe_user_scram_credentials;
 mod end_txn;
 mod fetch;
@@ -31,6 +32,7 @@ mod join_group;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_transactions;
 mod metadata;
 mod offset_commit;
 mod offset_delete;
@@ -306,6 +308,8 @@ async fn route(
         AddOffsetsToTxn => add_offsets_to_txn,
         EndTxn => end_txn,
         TxnOffsetCommit => txn_offset_commit,
+        DescribeTransactions => describe_transactions,
+        ListTransactions => list_transactions,
     )
 }
 

@@ -325,3 +325,41 @@ pub(crate) async fn aborted(
         })
         .collect())
 }
+
+/// A `kafka_transactions` row with its id.
+#[derive(sqlx::FromRow)]
+struct NamedRow {
+    transactional_id: Vec<u8>,
+    #[sqlx(flatten)]
+    row: Row,
+}
+
+/// Every transactional id with its state, by id.
+pub(crate) async fn list(store: &Store) -> Result<Vec<(String, TxnRow)>> {
+    let rows: Vec<NamedRow> = on_db!(store.reader(), pool => sqlx::query_as(
+        "SELECT transactional_id, producer_id, epoch, state, timeout_ms, started_at \
+         FROM kafka_transactions ORDER BY transactional_id",
+    )
+    .fetch_all(pool)
+    .await?);
+    rows.into_iter()
+        .map(|r| {
+            // Ids arrive as client strings; a NUL survives, other bytes
+            // were UTF-8 when they came.
+            let id = String::from_utf8_lossy(&r.transactional_id).into_owned();
+            Ok((id, r.row.into_txn()?))
+        })
+        .collect()
+}
+
+/// The (topic, Kafka partition) pairs of a transaction, in topic order.
+pub(crate) async fn topic_partitions(store: &Store, tid: &str) -> Result<Vec<(String, i32)>> {
+    Ok(on_db!(store.reader(), pool => sqlx::query_as(
+        "SELECT q.name, p.kafka_index FROM kafka_txn_partitions t \
+         JOIN partitions p ON p.id = t.partition_id JOIN queues q ON q.id = p.queue_id \
+         WHERE t.transactional_id = $1 ORDER BY q.name, p.kafka_index",
+    )
+    .bind(tid.as_bytes())
+    .fetch_all(pool)
+    .await?))
+}

@@ -233,6 +233,17 @@ impl Engine {
         sql::transactions::get(&self.inner.store, tid).await
     }
 
+    /// Every transactional id with its state (ListTransactions).
+    pub async fn kafka_transactions(&self) -> Result<Vec<(String, TxnRow)>> {
+        sql::transactions::list(&self.inner.store).await
+    }
+
+    /// The (topic, Kafka partition) pairs of a transactional id's ongoing
+    /// transaction (DescribeTransactions).
+    pub async fn kafka_transaction_partitions(&self, tid: &str) -> Result<Vec<(String, i32)>> {
+        sql::transactions::topic_partitions(&self.inner.store, tid).await
+    }
+
     /// The partition's last stable offset: the first offset of its oldest
     /// open transaction, else `high_watermark`.
     pub async fn last_stable_offset(
