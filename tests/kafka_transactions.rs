@@ -6,7 +6,8 @@
 //! group's offsets visible only when the transaction commits; a producer
 //! fenced by a newer one with the same transactional id writes nothing;
 //! requests from unknown or fenced producers, and a timeout over the
-//! maximum, get Kafka's error codes and change nothing.
+//! maximum, get Kafka's error codes and change nothing; a transaction left
+//! open past its timeout is aborted by the broker.
 
 mod support;
 
@@ -472,7 +473,37 @@ async fn transactions_are_described_and_listed(broker: &Broker) {
     .await;
 }
 
+async fn the_broker_aborts_a_transaction_past_its_timeout(broker: &Broker) {
+    create_topic(&broker.kafka, "late", 1).await;
+    blocking(&broker.kafka, |kafka| {
+        let producer: TxnProducer = client(kafka)
+            .set("transactional.id", "late-app")
+            .set("transaction.timeout.ms", "1000")
+            .create()
+            .expect("producer");
+        producer.init_transactions(WAIT).expect("init_transactions");
+        producer.begin_transaction().expect("begin");
+        send(&producer, "late", 0, "too-late");
+        producer.flush(WAIT).expect("flushed");
+        assert_eq!(latest(kafka, "late", 0, 1), 0, "open");
+        let deadline = Instant::now() + WAIT;
+        while latest(kafka, "late", 0, 1) == 0 {
+            assert!(Instant::now() < deadline, "never aborted");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(latest(kafka, "late", 0, 1), 2, "aborted: record, marker");
+        assert!(
+            producer.commit_transaction(WAIT).is_err(),
+            "the producer was fenced"
+        );
+        let (seen, _) = read_all(kafka, &[("late", 0)], "read_committed");
+        assert!(seen.is_empty());
+    })
+    .await;
+}
+
 broker_scenarios!(&[];
+    the_broker_aborts_a_transaction_past_its_timeout,
     transactions_are_described_and_listed,
     commit_is_seen_and_abort_is_not,
     offsets_commit_with_the_transaction,

@@ -363,3 +363,21 @@ pub(crate) async fn topic_partitions(store: &Store, tid: &str) -> Result<Vec<(St
     .fetch_all(pool)
     .await?))
 }
+
+/// Up to `limit` transactional ids whose ongoing transaction started more
+/// than its timeout before `now_ms`, oldest first.
+pub(crate) async fn expired(store: &Store, now_ms: i64, limit: i64) -> Result<Vec<String>> {
+    let ids: Vec<Vec<u8>> = on_db!(store.reader(), pool => sqlx::query_scalar(
+        "SELECT transactional_id FROM kafka_transactions \
+         WHERE state = 'Ongoing' AND started_at + timeout_ms < $1 ORDER BY started_at LIMIT $2",
+    )
+    .bind(now_ms)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?);
+    // Ids were stored from Rust strings: always UTF-8.
+    Ok(ids
+        .into_iter()
+        .filter_map(|id| String::from_utf8(id).ok())
+        .collect())
+}

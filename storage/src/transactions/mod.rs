@@ -233,6 +233,42 @@ impl Engine {
         sql::transactions::get(&self.inner.store, tid).await
     }
 
+    /// Aborts up to `limit` transactions that outlived their timeout and
+    /// fences their producers (a new epoch), as Kafka's coordinator does;
+    /// returns how many. Each is one database transaction that re-reads
+    /// the state under its lock, so brokers running this at once, or a
+    /// producer ending the transaction meanwhile, agree on one outcome.
+    pub async fn abort_expired_transactions(&self, limit: i64) -> Result<u64> {
+        let now = self.inner.clock.now_ms();
+        let mut aborted = 0;
+        for tid in sql::transactions::expired(&self.inner.store, now, limit).await? {
+            let mut tx = self.inner.store.begin_write().await?;
+            let Some(row) = sql::transactions::lock(&mut tx.conn(), &tid, now).await? else {
+                continue;
+            };
+            let expired = row
+                .started_at
+                .is_some_and(|start| start.saturating_add(row.timeout_ms) < now);
+            if row.state != TxnState::Ongoing || !expired {
+                continue;
+            }
+            let ended = self.finish(&mut tx.conn(), &tid, &row, false, now).await?;
+            let fenced = sql::producers::init_id_in(&mut tx.conn(), Some(&tid), None, now).await?;
+            let done = TxnRow {
+                producer_id: fenced.id,
+                epoch: fenced.epoch,
+                state: TxnState::CompleteAbort,
+                started_at: None,
+                ..row
+            };
+            sql::transactions::put(&mut tx.conn(), &tid, &done, now).await?;
+            tx.commit().await?;
+            self.after_end(ended);
+            aborted += 1;
+        }
+        Ok(aborted)
+    }
+
     /// Every transactional id with its state (ListTransactions).
     pub async fn kafka_transactions(&self) -> Result<Vec<(String, TxnRow)>> {
         sql::transactions::list(&self.inner.store).await

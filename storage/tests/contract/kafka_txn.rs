@@ -340,3 +340,51 @@ pub(crate) async fn offsets_become_visible_on_commit_only(db: &Db) {
         .expect("pending")
         .is_empty());
 }
+
+pub(crate) async fn a_transaction_past_its_timeout_is_aborted_and_fenced(db: &Db) {
+    let engine = db.engine().await;
+    let a = one_partition_topic(&engine, "slow").await;
+    let me = engine
+        .init_transactional_producer("slow-app", 10_000, None)
+        .await
+        .expect("init");
+    engine
+        .add_partitions_to_txn("slow-app", me, &[a], false)
+        .await
+        .expect("added");
+    send(&engine, "slow", a, me, 0, 2).await.expect("sent");
+    db.clock.advance_ms(10_000);
+    assert_eq!(
+        engine.abort_expired_transactions(100).await.expect("swept"),
+        0,
+        "not past its timeout yet"
+    );
+    db.clock.advance_ms(1);
+    // Another broker's engine sweeps it: the state is in the database.
+    let other = db.engine().await;
+    assert_eq!(
+        other.abort_expired_transactions(100).await.expect("swept"),
+        1
+    );
+    assert_eq!(
+        engine.abort_expired_transactions(100).await.expect("swept"),
+        0,
+        "once"
+    );
+    assert_eq!(marker_at(&engine, a, 2).await, Some(Marker::Abort));
+    assert_eq!(stable(&engine, a).await, (3, 3));
+    let row = engine
+        .kafka_transaction("slow-app")
+        .await
+        .expect("row")
+        .expect("known");
+    assert_eq!(
+        (row.state, row.producer_id, row.epoch),
+        (TxnState::CompleteAbort, me.id, me.epoch + 1),
+        "aborted, and the producer fenced"
+    );
+    assert!(matches!(
+        engine.end_txn("slow-app", me, true).await,
+        Err(StorageError::Transaction(TxnError::ProducerFenced))
+    ));
+}

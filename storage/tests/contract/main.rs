@@ -49,6 +49,7 @@ contract!(
     kafka_txn::a_new_producer_aborts_and_fences_the_old_one,
     kafka_txn::refused_requests_change_nothing,
     kafka_txn::offsets_become_visible_on_commit_only,
+    kafka_txn::a_transaction_past_its_timeout_is_aborted_and_fenced,
     sealing::encrypted_payloads_are_sealed_at_rest_and_read_in_clear,
     sealing::compaction_keeps_sealed_segments_sealed,
     sealing::a_broker_without_the_key_refuses_encrypted_queues,
