@@ -7,7 +7,8 @@
 //! fenced by a newer one with the same transactional id writes nothing;
 //! requests from unknown or fenced producers, and a timeout over the
 //! maximum, get Kafka's error codes and change nothing; a transaction left
-//! open past its timeout is aborted by the broker.
+//! open past its timeout is aborted by the broker. kafka-python (a second
+//! client family) commits and aborts too.
 
 mod support;
 
@@ -502,7 +503,12 @@ async fn the_broker_aborts_a_transaction_past_its_timeout(broker: &Broker) {
     .await;
 }
 
+async fn kafka_python_commits_and_aborts(broker: &Broker) {
+    support::python::run("kafka_transactions.py", broker, &[]);
+}
+
 broker_scenarios!(&[];
+    kafka_python_commits_and_aborts,
     the_broker_aborts_a_transaction_past_its_timeout,
     transactions_are_described_and_listed,
     commit_is_seen_and_abort_is_not,
