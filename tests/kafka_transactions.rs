@@ -15,7 +15,9 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::add_partitions_to_txn_request::{
+    AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
@@ -438,6 +440,42 @@ async fn transactions_are_described_and_listed(broker: &Broker) {
         assert_eq!(
             unknown.error_code,
             ResponseError::TransactionalIdNotFound.code()
+        );
+
+        // The brokers' batched form (v4+) verifies without adding.
+        let verify = |id: &str, partitions: Vec<i32>| {
+            AddPartitionsToTxnTransaction::default()
+                .with_transactional_id(tid(id))
+                .with_producer_id(known.producer_id)
+                .with_producer_epoch(known.producer_epoch)
+                .with_verify_only(true)
+                .with_topics(vec![AddPartitionsToTxnTopic::default()
+                    .with_name(TopicName(StrBytes::from_static_str("seen")))
+                    .with_partitions(partitions)])
+        };
+        let request = AddPartitionsToTxnRequest::default().with_transactions(vec![
+            verify("described", vec![0, 1]),
+            verify("unknown", vec![0]),
+        ]);
+        let answer: AddPartitionsToTxnResponse =
+            call(kafka, ApiKey::AddPartitionsToTxn, 5, &request);
+        let codes: Vec<Vec<i16>> = answer
+            .results_by_transaction
+            .iter()
+            .map(|t| {
+                t.topic_results[0]
+                    .results_by_partition
+                    .iter()
+                    .map(|p| p.partition_error_code)
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                vec![0, 0],
+                vec![ResponseError::InvalidProducerIdMapping.code()]
+            ]
         );
 
         let list = |states: &[&str]| {
