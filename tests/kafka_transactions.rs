@@ -22,10 +22,10 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, DescribeTransactionsRequest,
-    DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse, GroupId, InitProducerIdRequest,
-    InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse, ListTransactionsRequest,
-    ListTransactionsResponse, OffsetFetchRequest, OffsetFetchResponse, ProducerId, TopicName,
-    TransactionalId,
+    DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, GroupId, InitProducerIdRequest, InitProducerIdResponse,
+    ListOffsetsRequest, ListOffsetsResponse, ListTransactionsRequest, ListTransactionsResponse,
+    OffsetFetchRequest, OffsetFetchResponse, ProducerId, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
@@ -410,6 +410,23 @@ async fn bad_requests_change_nothing(broker: &Broker) {
         );
         let ended: EndTxnResponse = call(kafka, ApiKey::EndTxn, 3, &end(id, epoch, "slow", false));
         assert_eq!(ended.error_code, ResponseError::ProducerFenced.code());
+
+        // FindCoordinator for a transactional id (key type 1); key types
+        // Kafka does not know are refused.
+        let find = |key_type: i8| {
+            let request = FindCoordinatorRequest::default()
+                .with_key(StrBytes::from_static_str("slow"))
+                .with_key_type(key_type);
+            let answer: FindCoordinatorResponse = call(kafka, ApiKey::FindCoordinator, 3, &request);
+            (answer.error_code, answer.port)
+        };
+        let port: i32 = kafka
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port");
+        assert_eq!(find(1), (0, port));
+        assert_eq!(find(7).0, ResponseError::InvalidRequest.code());
 
         assert_eq!(latest(kafka, "quiet", 0, 0), 0, "nothing was written");
     })

@@ -12,7 +12,7 @@ use kafka_protocol::ResponseError;
 use storage::{Access, AclOperation, ResourceType};
 
 use crate::broker::Broker;
-use crate::error::{code, storage_code};
+use crate::error::storage_code;
 
 /// Answers the coordinator of each key (one key up to v3, a batch from v4).
 pub(super) async fn handle(
@@ -43,19 +43,21 @@ pub(super) async fn handle(
         let coordinators = request
             .coordinator_keys
             .into_iter()
-            .map(|key| match Broker::coordinator(&brokers, &key) {
-                _ if refusal(&key).is_some() => Coordinator::default()
-                    .with_error_code(code(refusal(&key)))
-                    .with_key(key),
-                Some(b) => Coordinator::default()
-                    .with_key(key)
-                    .with_node_id(BrokerId(b.id))
-                    .with_host(StrBytes::from_string(b.host.clone()))
-                    .with_port(b.port),
-                None => Coordinator::default()
-                    .with_key(key)
-                    .with_error_code(ResponseError::CoordinatorNotAvailable.code()),
-            })
+            .map(
+                |key| match (refusal(&key), Broker::coordinator(&brokers, &key)) {
+                    (Some(e), _) => Coordinator::default()
+                        .with_key(key)
+                        .with_error_code(e.code()),
+                    (None, Some(b)) => Coordinator::default()
+                        .with_key(key)
+                        .with_node_id(BrokerId(b.id))
+                        .with_host(StrBytes::from_string(b.host.clone()))
+                        .with_port(b.port),
+                    (None, None) => Coordinator::default()
+                        .with_key(key)
+                        .with_error_code(ResponseError::CoordinatorNotAvailable.code()),
+                },
+            )
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
