@@ -111,6 +111,16 @@ pub struct Config {
     )]
     pub producer_id_expiration_ms: i64,
 
+    /// The longest transaction timeout a Kafka transactional producer may
+    /// ask for, in ms (Kafka's `transaction.max.timeout.ms`); InitProducerId
+    /// asking for more answers INVALID_TRANSACTION_TIMEOUT.
+    #[arg(
+        long,
+        env = "QUEEN_TRANSACTION_MAX_TIMEOUT_MS",
+        default_value_t = 900_000
+    )]
+    pub transaction_max_timeout_ms: i32,
+
     /// How long the first rebalance of an empty Kafka consumer group waits
     /// for more members, in ms (Kafka's `group.initial.rebalance.delay.ms`).
     #[arg(

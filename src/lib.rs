@@ -58,6 +58,7 @@ pub async fn run(
             initial_delay_ms: config.group_initial_rebalance_delay_ms,
         },
         authorization: kafka_listeners::authorization(&config)?,
+        transaction_max_timeout_ms: config.transaction_max_timeout_ms,
     };
     let broker = facade::Broker::register(engine.clone(), facade_config)
         .await
@@ -161,6 +162,7 @@ pub async fn run(
             async move { engine.enforce_compaction().await }
         },
     ));
+    let txn_timeouts = tokio::spawn(abort_expired_transactions(engine.clone()));
     let expiry = tokio::spawn(expire_producers(
         engine.clone(),
         config.producer_id_expiration_ms,
@@ -169,6 +171,7 @@ pub async fn run(
     shutdown.await;
     tracing::info!("shutting down");
     expiry.abort();
+    txn_timeouts.abort();
     stop.cancel();
     http_task.await??;
     kafka_task.await?;
@@ -283,6 +286,21 @@ async fn expire_producers(engine: Engine, idle_ms: i64) {
                     break;
                 }
             }
+        }
+    }
+}
+
+/// Aborts Kafka transactions that outlived their timeout and fences their
+/// producers, as Kafka's `transaction.abort.timed.out.transaction.cleanup.interval.ms`
+/// (here every second, so a timeout is kept within a second). Safe with
+/// several brokers: each abort re-checks the state under its row lock.
+async fn abort_expired_transactions(engine: Engine) {
+    const STEP: i64 = 100;
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        if let Err(e) = engine.abort_expired_transactions(STEP).await {
+            tracing::warn!(error = %e, "aborting expired transactions failed");
         }
     }
 }

@@ -169,6 +169,7 @@ async fn kafka_records_pop_with_their_encodings(api: &Api) {
                     },
                 ],
                 timestamp_ms: 1_700_000_000_000,
+                txn: None,
             }),
         },
     };

@@ -2,6 +2,7 @@
 
 use kafka_protocol::ResponseError;
 use storage::producers::ProducerError;
+use storage::transactions::TxnError;
 use storage::StorageError;
 
 /// The Kafka error code for a storage failure, as a client should see it.
@@ -23,6 +24,13 @@ pub(crate) fn storage_code(err: &StorageError) -> i16 {
             ResponseError::InvalidProducerEpoch
         }
         StorageError::Producer(ProducerError::Fenced) => ResponseError::ProducerFenced,
+        StorageError::Transaction(TxnError::InvalidProducerIdMapping) => {
+            ResponseError::InvalidProducerIdMapping
+        }
+        StorageError::Transaction(TxnError::ProducerFenced) => ResponseError::ProducerFenced,
+        StorageError::Transaction(TxnError::InvalidState(_) | TxnError::PartitionNotAdded) => {
+            ResponseError::InvalidTxnState
+        }
         StorageError::Sealed(_)
         | StorageError::Corrupt(_)
         | StorageError::Database(_)
@@ -32,6 +40,18 @@ pub(crate) fn storage_code(err: &StorageError) -> i16 {
         }
     };
     e.code()
+}
+
+/// [`storage_code`] for a request of an API that learnt `PRODUCER_FENCED`
+/// only at version `fenced_since` (KIP-588): older clients get
+/// `INVALID_PRODUCER_EPOCH`, as Kafka answers them.
+pub(crate) fn txn_code(err: &StorageError, version: i16, fenced_since: i16) -> i16 {
+    let code = storage_code(err);
+    if code == ResponseError::ProducerFenced.code() && version < fenced_since {
+        ResponseError::InvalidProducerEpoch.code()
+    } else {
+        code
+    }
 }
 
 /// The code of an optional error: 0 (`NONE`) when there is none.

@@ -27,6 +27,7 @@ enum Ty {
     Str,
     Bytes,
     Ints,
+    Longs,
     Strs,
     Array(&'static [Field]),
 }
@@ -220,6 +221,79 @@ const INIT_PRODUCER_ID: &[Field] = &[
     Field(I32, 0, ALL), // transaction_timeout_ms
     Field(I64, 3, ALL), // producer_id
     Field(I16, 3, ALL), // producer_epoch
+];
+
+const TXN_TOPICS: &[Field] = &[
+    Field(Str, 0, ALL),  // name
+    Field(Ints, 0, ALL), // partitions
+];
+
+const ADD_PARTITIONS_TO_TXN: &[Field] = &[
+    Field(
+        Array(&[
+            Field(Str, 0, ALL),               // transactional_id
+            Field(I64, 0, ALL),               // producer_id
+            Field(I16, 0, ALL),               // producer_epoch
+            Field(Bool, 0, ALL),              // verify_only
+            Field(Array(TXN_TOPICS), 0, ALL), // topics
+        ]),
+        4,
+        ALL,
+    ), // transactions
+    Field(Str, 0, 3),               // transactional_id
+    Field(I64, 0, 3),               // producer_id
+    Field(I16, 0, 3),               // producer_epoch
+    Field(Array(TXN_TOPICS), 0, 3), // topics
+];
+
+const ADD_OFFSETS_TO_TXN: &[Field] = &[
+    Field(Str, 0, ALL), // transactional_id
+    Field(I64, 0, ALL), // producer_id
+    Field(I16, 0, ALL), // producer_epoch
+    Field(Str, 0, ALL), // group_id
+];
+
+const END_TXN: &[Field] = &[
+    Field(Str, 0, ALL),  // transactional_id
+    Field(I64, 0, ALL),  // producer_id
+    Field(I16, 0, ALL),  // producer_epoch
+    Field(Bool, 0, ALL), // committed
+];
+
+const TXN_OFFSET_COMMIT: &[Field] = &[
+    Field(Str, 0, ALL), // transactional_id
+    Field(Str, 0, ALL), // group_id
+    Field(I64, 0, ALL), // producer_id
+    Field(I16, 0, ALL), // producer_epoch
+    Field(I32, 3, ALL), // generation_id
+    Field(Str, 3, ALL), // member_id
+    Field(Str, 3, ALL), // group_instance_id
+    Field(
+        Array(&[
+            Field(Str, 0, ALL), // name
+            Field(
+                Array(&[
+                    Field(I32, 0, ALL), // partition_index
+                    Field(I64, 0, ALL), // committed_offset
+                    Field(I32, 2, ALL), // committed_leader_epoch
+                    Field(Str, 0, ALL), // committed_metadata
+                ]),
+                0,
+                ALL,
+            ),
+        ]),
+        0,
+        ALL,
+    ), // topics
+];
+
+const DESCRIBE_TRANSACTIONS: &[Field] = &[Field(Strs, 0, ALL)]; // transactional_ids
+
+const LIST_TRANSACTIONS: &[Field] = &[
+    Field(Strs, 0, ALL),  // state_filters
+    Field(Longs, 0, ALL), // producer_id_filters
+    Field(I64, 1, ALL),   // duration_filter
+    Field(Str, 2, ALL),   // transactional_id_pattern
 ];
 
 const DESCRIBE_PRODUCERS: &[Field] = &[Field(
@@ -446,6 +520,12 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::DescribeAcls => (ACL, 2),
         ApiKey::CreateAcls => (CREATE_ACLS, 2),
         ApiKey::DeleteAcls => (DELETE_ACLS, 2),
+        ApiKey::AddPartitionsToTxn => (ADD_PARTITIONS_TO_TXN, 3),
+        ApiKey::AddOffsetsToTxn => (ADD_OFFSETS_TO_TXN, 3),
+        ApiKey::EndTxn => (END_TXN, 3),
+        ApiKey::TxnOffsetCommit => (TXN_OFFSET_COMMIT, 3),
+        ApiKey::DescribeTransactions => (DESCRIBE_TRANSACTIONS, 0),
+        ApiKey::ListTransactions => (LIST_TRANSACTIONS, 0),
         _ => return None,
     })
 }
@@ -561,6 +641,7 @@ impl Walk<'_> {
                 None => Ok(()),
             },
             Ints => self.repeat(|w| w.field(I32)),
+            Longs => self.repeat(|w| w.field(I64)),
             Strs => self.repeat(|w| w.field(Str)),
             Array(fields) => self.repeat(|w| w.fields(fields)),
         }

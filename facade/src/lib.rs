@@ -93,6 +93,9 @@ pub struct FacadeConfig {
     pub group_limits: GroupLimits,
     /// Whether ACLs are enforced, and the super users.
     pub authorization: storage::AuthorizerConfig,
+    /// The longest transaction timeout a transactional producer may ask
+    /// for, in ms (Kafka's `transaction.max.timeout.ms`).
+    pub transaction_max_timeout_ms: i32,
 }
 
 impl FacadeConfig {

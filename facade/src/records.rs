@@ -15,6 +15,7 @@ use std::io::Read;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use storage::producers::ProducerBatch;
+use storage::record::TxnMark;
 use storage::{Content, Header, KafkaRecord, Record, StoredMessage};
 
 use crate::varint;
@@ -39,6 +40,7 @@ pub enum BatchError {
 const HEADER_LEN: usize = 61;
 const CRC_START: usize = 21;
 const ATTR_COMPRESSION: i16 = 0x07;
+const ATTR_TRANSACTIONAL: i16 = 0x10;
 const ATTR_CONTROL: i16 = 0x20;
 
 fn corrupt(what: &str) -> BatchError {
@@ -150,7 +152,25 @@ fn decode_batch(
     if body.has_remaining() {
         return Err(corrupt("bytes after the last record"));
     }
+    if attributes & ATTR_TRANSACTIONAL != 0 {
+        if producer_id < 0 {
+            return Err(BatchError::Invalid(
+                "a transactional batch needs a producer id".into(),
+            ));
+        }
+        let mark = TxnMark {
+            producer_id,
+            epoch: producer_epoch,
+            marker: None,
+        };
+        for record in &mut out[before..] {
+            if let Content::Kafka(k) = &mut record.content {
+                k.txn = Some(mark);
+            }
+        }
+    }
     Ok((producer_id >= 0).then_some(ProducerBatch {
+        transactional: attributes & ATTR_TRANSACTIONAL != 0,
         producer_id,
         epoch: producer_epoch,
         base_sequence,
@@ -196,6 +216,7 @@ fn decode_record(
             value,
             headers,
             timestamp_ms: base_timestamp.wrapping_add(timestamp_delta),
+            txn: None,
         }),
     })
 }
@@ -302,9 +323,34 @@ pub const TRANSACTION_ID_HEADER: &str = "queen-transaction-id";
 /// The header that carries a native message's trace id.
 pub const TRACE_ID_HEADER: &str = "queen-trace-id";
 
+/// The transaction of a stored message, if it has one.
+fn txn_of(m: &StoredMessage) -> Option<TxnMark> {
+    match &m.record.content {
+        Content::Kafka(k) => k.txn,
+        Content::Json(_) => None,
+    }
+}
+
 /// Writes `messages` (ascending offsets; a compacted topic leaves gaps) as
-/// one uncompressed magic-2 batch.
+/// uncompressed magic-2 batches: one, unless transactions are among them,
+/// whose records and markers go in batches of their own carrying the
+/// producer and the transactional and control attributes, as Kafka's log
+/// holds them (read_committed clients drop aborted batches by producer).
 pub fn encode_batch(messages: &[StoredMessage], out: &mut BytesMut) {
+    let mut rest = messages;
+    while let Some(first) = rest.first() {
+        let txn = txn_of(first);
+        let run = rest
+            .iter()
+            .position(|m| txn_of(m) != txn)
+            .unwrap_or(rest.len());
+        encode_run(&rest[..run], txn, out);
+        rest = &rest[run..];
+    }
+}
+
+/// Writes `messages`, all of the transaction `txn` (or none), as one batch.
+fn encode_run(messages: &[StoredMessage], txn: Option<TxnMark>, out: &mut BytesMut) {
     let Some(first) = messages.first() else {
         return;
     };
@@ -358,13 +404,20 @@ pub fn encode_batch(messages: &[StoredMessage], out: &mut BytesMut) {
     out.put_i8(2);
     out.put_u32(0); // CRC, filled below
     let crc_from = out.len();
-    out.put_i16(0); // attributes: no compression, CreateTime
+    // Attributes: no compression, CreateTime, and the transaction's.
+    out.put_i16(match txn {
+        None => 0,
+        Some(TxnMark { marker: None, .. }) => ATTR_TRANSACTIONAL,
+        Some(TxnMark {
+            marker: Some(_), ..
+        }) => ATTR_TRANSACTIONAL | ATTR_CONTROL,
+    });
     let delta = |m: &StoredMessage| (m.offset - first.offset) as i32;
     out.put_i32(messages.last().map_or(0, delta)); // last offset delta
     out.put_i64(base_timestamp);
     out.put_i64(max_timestamp);
-    out.put_i64(-1); // producer id
-    out.put_i16(-1); // producer epoch
+    out.put_i64(txn.map_or(-1, |t| t.producer_id));
+    out.put_i16(txn.map_or(-1, |t| t.epoch));
     out.put_i32(-1); // base sequence
     out.put_i32(messages.len() as i32);
     let mut record = BytesMut::new();
@@ -558,5 +611,91 @@ mod tests {
         let set = RecordBatchDecoder::decode(&mut out.freeze()).expect("reference decoder");
         let offsets: Vec<i64> = set.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, [40, 43, 47]);
+    }
+
+    #[test]
+    fn transactions_keep_their_producer_and_attributes_both_ways() {
+        // Produced: a transactional batch marks its records.
+        let records: Vec<_> = (0..2)
+            .map(|i| kafka_protocol::records::Record {
+                transactional: true,
+                producer_id: 5,
+                producer_epoch: 2,
+                ..kafka_record(i, None, Some("v"))
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
+        let decoded = decode(buf.freeze(), 1 << 20).expect("decode");
+        let mark = TxnMark {
+            producer_id: 5,
+            epoch: 2,
+            marker: None,
+        };
+        assert!(decoded.producer.is_some_and(|p| p.transactional));
+        for r in &decoded.records {
+            assert!(matches!(&r.content, Content::Kafka(k) if k.txn == Some(mark)));
+        }
+
+        // Fetched: a plain record, the transaction's two, its commit
+        // marker, a plain one: four batches, as Kafka's log holds them.
+        let stored = |offset: i64, txn: Option<TxnMark>| StoredMessage {
+            offset,
+            created_at_ms: 5,
+            record: Record {
+                message_id: storage::new_message_id(),
+                transaction_id: None,
+                trace_id: None,
+                producer_sub: None,
+                content: Content::Kafka(KafkaRecord {
+                    key: None,
+                    value: Some(Bytes::from_static(b"v")),
+                    headers: Vec::new(),
+                    timestamp_ms: 7,
+                    txn,
+                }),
+            },
+        };
+        let commit = TxnMark {
+            marker: Some(storage::record::Marker::Commit),
+            ..mark
+        };
+        let messages = [
+            stored(0, None),
+            stored(1, Some(mark)),
+            stored(2, Some(mark)),
+            stored(3, Some(commit)),
+            stored(4, None),
+        ];
+        let mut out = BytesMut::new();
+        encode_batch(&messages, &mut out);
+        let set = RecordBatchDecoder::decode_all(&mut out.freeze()).expect("reference decoder");
+        let seen: Vec<(i64, bool, bool, i64, i16)> = set
+            .iter()
+            .flat_map(|s| &s.records)
+            .map(|r| {
+                (
+                    r.offset,
+                    r.transactional,
+                    r.control,
+                    r.producer_id,
+                    r.producer_epoch,
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (0, false, false, -1, -1),
+                (1, true, false, 5, 2),
+                (2, true, false, 5, 2),
+                (3, true, true, 5, 2),
+                (4, false, false, -1, -1),
+            ]
+        );
     }
 }

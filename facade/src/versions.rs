@@ -44,6 +44,13 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 5),
+    (ApiKey::TxnOffsetCommit, 0, 5),
+    (ApiKey::DescribeTransactions, 0, 0),
+    // v2 filters by a Java regular expression, not served.
+    (ApiKey::ListTransactions, 0, 1),
 ];
 
 /// (API, lowest version, highest version) served by `crate::legacy`'s own

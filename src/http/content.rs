@@ -177,6 +177,7 @@ mod tests {
             value: value.map(Bytes::copy_from_slice),
             headers,
             timestamp_ms: 1_700_000_000_123,
+            txn: None,
         })
     }
 

@@ -114,7 +114,9 @@ impl ApiError {
                 StorageError::PartitionNotFound(_) => {
                     (StatusCode::NOT_FOUND, "partition_not_found")
                 }
-                StorageError::Producer(_) => (StatusCode::CONFLICT, "producer_refused"),
+                StorageError::Producer(_) | StorageError::Transaction(_) => {
+                    (StatusCode::CONFLICT, "producer_refused")
+                }
                 StorageError::OffsetOutOfRange { .. } => {
                     (StatusCode::BAD_REQUEST, "offset_out_of_range")
                 }

@@ -110,6 +110,8 @@ pub(crate) async fn append(
 
     let mut outcomes: Vec<Option<JobOutcome>> = jobs.iter().map(|_| None).collect();
     let mut changed_producers = Vec::new();
+    // (partition, producer, first offset) of transactions appended to.
+    let mut opened = Vec::new();
     let mut producer_states = Vec::new();
     let mut segments = Vec::new();
     let mut hash_rows = Vec::new();
@@ -158,6 +160,17 @@ pub(crate) async fn append(
             .filter(|(_, j)| j.partition_id == head.id)
         {
             if let Some(batch) = &job.producer {
+                // A transactional batch needs its transaction, at the
+                // producer's current epoch, to hold the partition: a
+                // fenced zombie's late writes change nothing.
+                if batch.transactional {
+                    let found =
+                        sql::transactions::admission(tx, head.id, batch.producer_id).await?;
+                    if let Err(e) = crate::transactions::admit(found.as_ref(), batch.epoch) {
+                        outcomes[j] = Some(JobOutcome::Refused(e.into()));
+                        continue;
+                    }
+                }
                 if let Entry::Vacant(slot) = producers.entry(batch.producer_id) {
                     slot.insert(sql::producers::state(tx, head.id, batch.producer_id).await?);
                 }
@@ -169,6 +182,9 @@ pub(crate) async fn append(
                         let next = producers::record(state, batch, job.records.len(), base, now_ms);
                         producers.insert(batch.producer_id, Some(next));
                         changed_producers.push((head.id, batch.producer_id));
+                        if batch.transactional {
+                            opened.push((head.id, batch.producer_id, base));
+                        }
                     }
                     Verdict::Duplicate { base_offset } => {
                         let answers = (0..job.records.len() as i64)
@@ -257,6 +273,9 @@ pub(crate) async fn append(
     if !producer_states.is_empty() {
         producer_states.dedup_by_key(|(p, id, _)| (*p, *id));
         sql::producers::save(tx, &producer_states).await?;
+    }
+    if !opened.is_empty() {
+        sql::transactions::open(tx, &opened).await?;
     }
     let outcomes = outcomes
         .into_iter()

@@ -50,6 +50,9 @@ pub enum StorageError {
     /// A Kafka producer's batch or InitProducerId was refused.
     #[error("{0}")]
     Producer(#[from] crate::producers::ProducerError),
+    /// A Kafka transaction request was refused.
+    #[error("{0}")]
+    Transaction(#[from] crate::transactions::TxnError),
     /// Stored data could not be decoded: a bug or a damaged database.
     #[error("stored data is damaged: {0}")]
     Corrupt(String),

@@ -62,6 +62,7 @@ mod sqlite;
 mod stats;
 pub mod topic_configs;
 mod topics;
+pub mod transactions;
 mod txn;
 pub mod users;
 mod vacuum;

@@ -26,6 +26,9 @@ pub struct ProducerBatch {
     pub epoch: i16,
     /// The sequence number of the batch's first record.
     pub base_sequence: i32,
+    /// Whether the batch belongs to a transaction (Kafka's transactional
+    /// attribute): it is refused unless its transaction holds the partition.
+    pub transactional: bool,
 }
 
 /// Why a producer's batch was refused.
@@ -251,6 +254,7 @@ mod tests {
             producer_id: 7,
             epoch,
             base_sequence,
+            transactional: false,
         }
     }
 

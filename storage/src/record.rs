@@ -10,6 +10,7 @@
 //!            [txn_len:varint txn:bytes]            unless MINTED_TXN
 //!            [trace_id:[16]]                       if TRACE
 //!            [sub_len:varint sub:bytes]            if PRODUCER_SUB
+//!            [producer:zigzag-varint epoch:zigzag-varint kind:u8]   if TXN
 //!            json_len:varint json:bytes            if not KAFKA
 //!            timestamp:zigzag-varint               if KAFKA
 //!            [key_len:varint key:bytes]            if KAFKA and KEY
@@ -39,6 +40,30 @@ const VALUE: u8 = 16;
 /// Added after the first segments were written: records without it (all
 /// older ones) simply have no producer subject.
 const PRODUCER_SUB: u8 = 32;
+/// A Kafka record of a transaction, or a transaction marker; added with
+/// Kafka transactions, so older records have none.
+const TXN: u8 = 64;
+
+/// A transaction marker's kind, as Kafka's control records carry it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    /// The transaction aborted: readers drop its records.
+    Abort,
+    /// The transaction committed.
+    Commit,
+}
+
+/// The transactional producer a Kafka record came from; for a marker
+/// (a control record), which marker it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnMark {
+    /// The producer id.
+    pub producer_id: i64,
+    /// The producer epoch.
+    pub epoch: i16,
+    /// `Some` for a commit or abort marker, `None` for a data record.
+    pub marker: Option<Marker>,
+}
 
 /// A Kafka record header: a name and an optional value, both kept as bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +85,9 @@ pub struct KafkaRecord {
     pub headers: Vec<Header>,
     /// The record timestamp in milliseconds.
     pub timestamp_ms: i64,
+    /// The transaction it belongs to, for a transactional producer's
+    /// record or a transaction marker.
+    pub txn: Option<TxnMark>,
 }
 
 /// What a message carries besides its ids.
@@ -126,6 +154,9 @@ impl Record {
             if k.value.is_some() {
                 flags |= VALUE;
             }
+            if k.txn.is_some() {
+                flags |= TXN;
+            }
         }
         out.push(flags);
         out.extend_from_slice(self.message_id.as_bytes());
@@ -137,6 +168,15 @@ impl Record {
         }
         if let Some(sub) = &self.producer_sub {
             put_bytes(out, sub.as_bytes());
+        }
+        if let Content::Kafka(KafkaRecord { txn: Some(t), .. }) = &self.content {
+            put_varint(out, zigzag(t.producer_id));
+            put_varint(out, zigzag(i64::from(t.epoch)));
+            out.push(match t.marker {
+                None => 0,
+                Some(Marker::Abort) => 1,
+                Some(Marker::Commit) => 2,
+            });
         }
         match &self.content {
             Content::Json(json) => put_bytes(out, json.as_bytes()),
@@ -184,6 +224,24 @@ impl Record {
         } else {
             None
         };
+        let txn = if flags & TXN != 0 {
+            let producer_id = unzigzag(take_varint(buf)?);
+            let epoch = i16::try_from(unzigzag(take_varint(buf)?))
+                .map_err(|_| corrupt("producer epoch"))?;
+            let marker = match take_u8(buf)? {
+                0 => None,
+                1 => Some(Marker::Abort),
+                2 => Some(Marker::Commit),
+                _ => return Err(corrupt("transaction marker")),
+            };
+            Some(TxnMark {
+                producer_id,
+                epoch,
+                marker,
+            })
+        } else {
+            None
+        };
         let content = if flags & KAFKA == 0 {
             let raw = take_bytes(buf)?;
             Content::Json(String::from_utf8(raw.to_vec()).map_err(|_| corrupt("json payload"))?)
@@ -206,6 +264,7 @@ impl Record {
                 value,
                 headers,
                 timestamp_ms,
+                txn,
             })
         };
         Ok(Self {
@@ -405,8 +464,20 @@ mod tests {
                     },
                 ],
                 timestamp_ms: ts,
+                txn: None,
             }),
         }
+    }
+
+    fn marked(mut record: Record, marker: Option<Marker>) -> Record {
+        if let Content::Kafka(k) = &mut record.content {
+            k.txn = Some(TxnMark {
+                producer_id: 1 << 40,
+                epoch: i16::MAX,
+                marker,
+            });
+        }
+        record
     }
 
     #[test]
@@ -417,6 +488,12 @@ mod tests {
             kafka(Some(b"k"), Some(&[0, 159, 146, 150]), 1_700_000_000_000),
             kafka(None, None, -5),
             kafka(Some(b""), Some(b""), 0),
+            marked(kafka(Some(b"t"), Some(b"v"), 9), None),
+            marked(
+                kafka(None, Some(&[0, 0, 0, 0, 0, 0]), 10),
+                Some(Marker::Abort),
+            ),
+            marked(kafka(None, None, 11), Some(Marker::Commit)),
         ];
         let blob = encode_segment(&records);
         let back = decode_segment(FORMAT_V1, Bytes::from(blob), records.len()).expect("decodes");

@@ -401,6 +401,7 @@ mod tests {
                 value: value.then(|| bytes::Bytes::from_static(b"\xE5")),
                 headers: Vec::new(),
                 timestamp_ms: 1,
+                txn: None,
             })
         };
         let contents = [

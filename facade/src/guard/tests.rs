@@ -387,6 +387,58 @@ fn sample(api: ApiKey, version: i16) -> BytesMut {
                 .with_filters(two(filter))
                 .encode(&mut buf, version)
         }
+        ApiKey::AddPartitionsToTxn => {
+            use add_partitions_to_txn_request::*;
+            let t = AddPartitionsToTxnTopic::default()
+                .with_name(topic.clone())
+                .with_partitions(vec![1, 2]);
+            let mut r = AddPartitionsToTxnRequest::default();
+            if version >= 4 {
+                r.transactions = two(AddPartitionsToTxnTransaction::default()
+                    .with_transactional_id(TransactionalId(name("tx")))
+                    .with_producer_id(ProducerId(7))
+                    .with_verify_only(true)
+                    .with_topics(two(t)));
+            } else {
+                r.v3_and_below_transactional_id = TransactionalId(name("tx"));
+                r.v3_and_below_producer_id = ProducerId(7);
+                r.v3_and_below_topics = two(t);
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::AddOffsetsToTxn => AddOffsetsToTxnRequest::default()
+            .with_transactional_id(TransactionalId(name("tx")))
+            .with_group_id(GroupId(name("g")))
+            .encode(&mut buf, version),
+        ApiKey::EndTxn => EndTxnRequest::default()
+            .with_transactional_id(TransactionalId(name("tx")))
+            .with_committed(true)
+            .encode(&mut buf, version),
+        ApiKey::TxnOffsetCommit => {
+            use txn_offset_commit_request::*;
+            let p = TxnOffsetCommitRequestPartition::default()
+                .with_committed_offset(5)
+                .with_committed_metadata(Some(name("m")));
+            let t = TxnOffsetCommitRequestTopic::default()
+                .with_name(topic.clone())
+                .with_partitions(two(p));
+            let mut r = TxnOffsetCommitRequest::default()
+                .with_transactional_id(TransactionalId(name("tx")))
+                .with_group_id(GroupId(name("g")))
+                .with_topics(two(t));
+            if version >= 3 {
+                r.member_id = name("m");
+                r.group_instance_id = Some(name("i"));
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::DescribeTransactions => DescribeTransactionsRequest::default()
+            .with_transactional_ids(two(TransactionalId(name("tx"))))
+            .encode(&mut buf, version),
+        ApiKey::ListTransactions => ListTransactionsRequest::default()
+            .with_state_filters(two(name("Ongoing")))
+            .with_producer_id_filters(two(ProducerId(7)))
+            .encode(&mut buf, version),
         other => panic!("no sample for {other:?}"),
     };
     result.unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));

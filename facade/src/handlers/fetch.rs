@@ -6,13 +6,21 @@
 //! sessions (KIP-227) are refused correctly: a session is never created
 //! (the answer's session id is 0, so clients keep sending full requests) and
 //! an incremental request gets `FETCH_SESSION_ID_NOT_FOUND`.
+//!
+//! `read_committed` (isolation level 1) reads up to the last stable offset
+//! (the first offset of the oldest open transaction) and lists the aborted
+//! transactions among what it returns, so clients drop their records;
+//! `read_uncommitted` reads up to the high watermark and never looks at
+//! transactions.
 
 use std::time::Duration;
 use storage::{Access, AclOperation};
 
 use bytes::BytesMut;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, ProducerId, TopicName};
 use kafka_protocol::ResponseError;
 use storage::{PartitionId, StorageError, StoredMessage};
 use telemetry::{Door, TRAFFIC};
@@ -150,6 +158,7 @@ async fn read_all(
                     partition_id,
                     w.offset,
                     budget,
+                    read_committed,
                     data.clone(),
                 )
                 .await
@@ -197,11 +206,21 @@ async fn read_one(
     partition_id: PartitionId,
     offset: i64,
     budget: Budget,
+    read_committed: bool,
     mut data: PartitionData,
 ) -> Result<(PartitionData, usize, usize), StorageError> {
     let bounds = broker.engine.log_bounds(partition_id).await?;
     data.high_watermark = bounds.next_offset;
-    data.last_stable_offset = bounds.next_offset;
+    // Only a read_committed fetch looks at open transactions.
+    let upper = if read_committed {
+        broker
+            .engine
+            .last_stable_offset(partition_id, bounds.next_offset)
+            .await?
+    } else {
+        bounds.next_offset
+    };
+    data.last_stable_offset = upper;
     if version >= 5 {
         data.log_start_offset = bounds.log_start;
     }
@@ -211,12 +230,31 @@ async fn read_one(
     }
     let mut records = BytesMut::new();
     let mut count = 0;
-    if (budget.bytes > 0 || budget.at_least_one) && offset < bounds.next_offset {
-        let messages = broker
+    if (budget.bytes > 0 || budget.at_least_one) && offset < upper {
+        let wanted = usize::try_from(upper - offset).unwrap_or(usize::MAX);
+        let mut messages = broker
             .engine
-            .read_partition(partition_id, offset, usize::MAX, budget.bytes.max(1))
+            .read_partition(partition_id, offset, wanted, budget.bytes.max(1))
             .await?;
+        messages.retain(|m| m.offset < upper);
         (records, count) = encode_within(&messages, budget);
+        if read_committed && count > 0 {
+            let end = messages[count - 1].offset + 1;
+            let aborted = broker
+                .engine
+                .aborted_transactions(partition_id, offset, end)
+                .await?;
+            data.aborted_transactions = Some(
+                aborted
+                    .into_iter()
+                    .map(|a| {
+                        AbortedTransaction::default()
+                            .with_producer_id(ProducerId(a.producer_id))
+                            .with_first_offset(a.first_offset)
+                    })
+                    .collect(),
+            );
+        }
     }
     let n = records.len();
     data.records = Some(records.freeze());

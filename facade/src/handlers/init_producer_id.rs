@@ -1,5 +1,8 @@
 //! InitProducerId: producer ids unique across every broker on the database;
-//! a transactional id keeps its id and gets a new epoch, fencing the old one.
+//! a transactional id keeps its id and gets a new epoch, fencing the old
+//! one, and the transaction it left ongoing is aborted first (as Kafka's
+//! coordinator does). Its `transaction_timeout_ms` must be within
+//! `--transaction-max-timeout-ms`.
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use kafka_protocol::ResponseError;
@@ -7,7 +10,7 @@ use storage::producers::ProducerIdentity;
 use storage::{Access, AclOperation, ResourceType};
 
 use crate::broker::Broker;
-use crate::error::storage_code;
+use crate::error::txn_code;
 
 /// Hands out an id and epoch (or bumps the epoch the producer names, v3+).
 pub(super) async fn handle(
@@ -40,16 +43,26 @@ pub(super) async fn handle(
         id: request.producer_id.0,
         epoch: request.producer_epoch,
     });
-    match broker
-        .engine
-        .init_producer_id(transactional_id.as_deref(), current)
-        .await
-    {
+    let answer = match &transactional_id {
+        Some(id) => {
+            let max = broker.config.transaction_max_timeout_ms;
+            if request.transaction_timeout_ms <= 0 || request.transaction_timeout_ms > max {
+                return refused(ResponseError::InvalidTransactionTimeout);
+            }
+            broker
+                .engine
+                .init_transactional_producer(id, request.transaction_timeout_ms, current)
+                .await
+        }
+        None => broker.engine.init_producer_id(None, current).await,
+    };
+    match answer {
         Ok(p) => InitProducerIdResponse::default()
             .with_producer_id(ProducerId(p.id))
             .with_producer_epoch(p.epoch),
+        // PRODUCER_FENCED from v4 (KIP-588).
         Err(e) => InitProducerIdResponse::default()
-            .with_error_code(storage_code(&e))
+            .with_error_code(txn_code(&e, version, 4))
             .with_producer_id(ProducerId(-1))
             .with_producer_epoch(-1),
     }

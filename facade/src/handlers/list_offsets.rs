@@ -38,7 +38,7 @@ pub(super) async fn handle(
                 continue;
             }
             let found = match broker.partition_id(&name, p.partition_index, false).await {
-                Ok(Some(id)) => lookup(broker, id, p.timestamp).await,
+                Ok(Some(id)) => lookup(broker, id, p.timestamp, request.isolation_level == 1).await,
                 Ok(None) => Err(StorageError::QueueNotFound(name.clone())),
                 Err(e) => Err(e),
             };
@@ -66,15 +66,26 @@ pub(super) async fn handle(
     ListOffsetsResponse::default().with_topics(topics)
 }
 
-/// (offset, timestamp) answering `timestamp`; (-1, -1) when no message qualifies.
+/// (offset, timestamp) answering `timestamp`; (-1, -1) when no message
+/// qualifies. Latest is the last stable offset for `read_committed`.
 async fn lookup(
     broker: &Broker,
     partition_id: PartitionId,
     timestamp: i64,
+    read_committed: bool,
 ) -> Result<(i64, i64), StorageError> {
     let engine = &broker.engine;
     match timestamp {
-        LATEST | LATEST_TIERED => Ok((engine.log_bounds(partition_id).await?.next_offset, -1)),
+        LATEST | LATEST_TIERED => {
+            let high_watermark = engine.log_bounds(partition_id).await?.next_offset;
+            if read_committed {
+                let stable = engine
+                    .last_stable_offset(partition_id, high_watermark)
+                    .await?;
+                return Ok((stable, -1));
+            }
+            Ok((high_watermark, -1))
+        }
         EARLIEST | EARLIEST_LOCAL => Ok((engine.log_bounds(partition_id).await?.log_start, -1)),
         MAX_TIMESTAMP => Ok(found(engine.max_timestamp_offset(partition_id).await?)),
         ts if ts >= 0 => Ok(found(engine.offset_for_timestamp(partition_id, ts).await?)),

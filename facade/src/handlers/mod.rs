@@ -4,6 +4,8 @@
 //! handler (one file each), encode the answer with its header.
 
 mod acls;
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_user_scram_credentials;
 mod api_versions;
@@ -19,7 +21,9 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_producers;
+mod describe_transactions;
 mod describe_user_scram_credentials;
+mod end_txn;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -29,6 +33,7 @@ mod join_group;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_transactions;
 mod metadata;
 mod offset_commit;
 mod offset_delete;
@@ -36,6 +41,7 @@ mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
 mod sync_group;
+mod txn_offset_commit;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -316,6 +322,12 @@ async fn route(
         CreateAcls => create_acls,
         DescribeAcls => describe_acls,
         DeleteAcls => delete_acls,
+        AddPartitionsToTxn => add_partitions_to_txn,
+        AddOffsetsToTxn => add_offsets_to_txn,
+        EndTxn => end_txn,
+        TxnOffsetCommit => txn_offset_commit,
+        DescribeTransactions => describe_transactions,
+        ListTransactions => list_transactions,
     )
 }
 

@@ -35,7 +35,8 @@ pub(super) async fn handle(
                     .map(|t| (t.name.to_string(), t.partition_indexes))
                     .collect()
             });
-            let (topics, error_code) = fetch(broker, access, &g.group_id, wanted).await;
+            let (topics, error_code) =
+                fetch(broker, access, &g.group_id, wanted, request.require_stable).await;
             let topics = topics
                 .into_iter()
                 .map(|(name, rows)| {
@@ -69,7 +70,8 @@ pub(super) async fn handle(
             .map(|t| (t.name.to_string(), t.partition_indexes))
             .collect()
     });
-    let (topics, error_code) = fetch(broker, access, &request.group_id, wanted).await;
+    let stable = version >= 7 && request.require_stable;
+    let (topics, error_code) = fetch(broker, access, &request.group_id, wanted, stable).await;
     let topics = topics
         .into_iter()
         .map(|(name, rows)| {
@@ -100,12 +102,15 @@ pub(super) async fn handle(
 }
 
 /// The rows of each topic asked for (or of every topic the group has
-/// offsets on), and a group-level error code.
+/// offsets on), and a group-level error code. With `require_stable`, a
+/// partition whose offset an ongoing transaction is committing answers
+/// UNSTABLE_OFFSET_COMMIT (KIP-447), so the client retries.
 async fn fetch(
     broker: &Broker,
     access: &Access,
     group: &GroupId,
     wanted: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
 ) -> (Vec<(String, Vec<Row>)>, i16) {
     // As Kafka: DESCRIBE on the group, and on each topic answered.
     if !access.group(AclOperation::Describe, group) {
@@ -119,6 +124,26 @@ async fn fetch(
     let committed = match broker.engine.committed_offsets(group).await {
         Ok(c) => c,
         Err(e) => return (Vec::new(), storage_code(&e)),
+    };
+    let pending = if require_stable {
+        match broker.engine.pending_txn_offsets(group).await {
+            Ok(p) => p,
+            Err(e) => return (Vec::new(), storage_code(&e)),
+        }
+    } else {
+        Vec::new()
+    };
+    let unstable = |name: &str, index: i32| {
+        pending
+            .iter()
+            .any(|(t, i)| t == name && *i == index)
+            .then_some((
+                index,
+                -1,
+                -1,
+                None,
+                ResponseError::UnstableOffsetCommit.code(),
+            ))
     };
     let row = |index: i32, c: Option<&CommittedOffset>| -> Row {
         match c {
@@ -152,7 +177,9 @@ async fn fetch(
                                 None,
                                 ResponseError::TopicAuthorizationFailed.code(),
                             ),
-                            false => row(i, by_key.get(&(name.as_str(), i)).copied()),
+                            false => unstable(&name, i).unwrap_or_else(|| {
+                                row(i, by_key.get(&(name.as_str(), i)).copied())
+                            }),
                         })
                         .collect();
                     (name, rows)
@@ -167,7 +194,8 @@ async fn fetch(
                 .iter()
                 .filter(|o| access.topic(AclOperation::Describe, &o.topic))
             {
-                let r = row(o.partition, Some(&o.committed));
+                let r = unstable(&o.topic, o.partition)
+                    .unwrap_or_else(|| row(o.partition, Some(&o.committed)));
                 match answer.last_mut() {
                     Some((name, rows)) if *name == o.topic => rows.push(r),
                     _ => answer.push((o.topic.clone(), vec![r])),

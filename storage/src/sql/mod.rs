@@ -26,6 +26,7 @@ pub(crate) mod reseal;
 pub(crate) mod retention;
 pub(crate) mod segments;
 pub(crate) mod stats;
+pub(crate) mod transactions;
 
 /// A client's string kept as bytes (PostgreSQL's TEXT cannot hold NUL),
 /// read back. Only strings were stored, so only a hand-edited row is not

@@ -31,7 +31,20 @@ pub(crate) async fn init_id(
     now_ms: i64,
 ) -> Result<ProducerIdentity> {
     let mut tx = store.begin_write().await?;
-    let bumped: Option<IdRow> = on_db!(tx.conn(), c => match (transactional_id, current) {
+    let identity = init_id_in(&mut tx.conn(), transactional_id, current, now_ms).await?;
+    tx.commit().await?;
+    Ok(identity)
+}
+
+/// [`init_id`] inside a write transaction (InitProducerId of a
+/// transactional id changes its transaction in the same one).
+pub(crate) async fn init_id_in(
+    conn: &mut Conn<'_>,
+    transactional_id: Option<&str>,
+    current: Option<ProducerIdentity>,
+    now_ms: i64,
+) -> Result<ProducerIdentity> {
+    let bumped: Option<IdRow> = on_db!(conn, c => match (transactional_id, current) {
         (Some(txn), _) => Some(
             sqlx::query_as(
                 "INSERT INTO producers (transactional_id, epoch, updated_at) VALUES ($1, 0, $2) \
@@ -41,7 +54,7 @@ pub(crate) async fn init_id(
             // Bytes: a transactional id may hold NUL (see the migrations).
             .bind(txn.as_bytes())
             .bind(now_ms)
-            .fetch_one(c)
+            .fetch_one(&mut **c)
             .await?,
         ),
         (None, Some(ProducerIdentity { id, epoch })) => sqlx::query_as(
@@ -51,7 +64,7 @@ pub(crate) async fn init_id(
         .bind(id)
         .bind(i32::from(epoch))
         .bind(now_ms)
-        .fetch_optional(c)
+        .fetch_optional(&mut **c)
         .await?,
         (None, None) => None,
     });
@@ -61,15 +74,14 @@ pub(crate) async fn init_id(
         None if transactional_id.is_none() && current.is_some() => {
             return Err(StorageError::Producer(ProducerError::Fenced));
         }
-        _ => on_db!(tx.conn(), c => sqlx::query_as(
+        _ => on_db!(conn, c => sqlx::query_as(
             "INSERT INTO producers (transactional_id, epoch, updated_at) \
              VALUES (NULL, 0, $1) RETURNING id, epoch",
         )
         .bind(now_ms)
-        .fetch_one(c)
+        .fetch_one(&mut **c)
         .await?),
     };
-    tx.commit().await?;
     Ok(ProducerIdentity {
         id: row.id,
         epoch: row.epoch as i16,

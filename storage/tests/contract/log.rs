@@ -19,6 +19,7 @@ pub(crate) fn kafka(value: &str, timestamp_ms: i64) -> Record {
             value: Some(Bytes::copy_from_slice(value.as_bytes())),
             headers: Vec::new(),
             timestamp_ms,
+            txn: None,
         }),
     }
 }

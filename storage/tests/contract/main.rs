@@ -5,6 +5,7 @@ mod acl_lookups;
 mod acls;
 mod consume;
 mod dedup;
+mod kafka_txn;
 mod kv;
 mod log;
 mod offsets;
@@ -45,6 +46,11 @@ macro_rules! contract {
 }
 
 contract!(
+    kafka_txn::markers_end_transactions_and_move_the_stable_offset,
+    kafka_txn::a_new_producer_aborts_and_fences_the_old_one,
+    kafka_txn::refused_requests_change_nothing,
+    kafka_txn::offsets_become_visible_on_commit_only,
+    kafka_txn::a_transaction_past_its_timeout_is_aborted_and_fenced,
     sealing::encrypted_payloads_are_sealed_at_rest_and_read_in_clear,
     sealing::compaction_keeps_sealed_segments_sealed,
     sealing::a_broker_without_the_key_refuses_encrypted_queues,

@@ -21,6 +21,7 @@ fn records(n: usize) -> Vec<Record> {
                 value: Some(Bytes::from(i.to_string())),
                 headers: Vec::new(),
                 timestamp_ms: 1,
+                txn: None,
             }),
         })
         .collect()
@@ -35,6 +36,7 @@ async fn send(
     n: usize,
 ) -> Result<i64, StorageError> {
     let batch = ProducerBatch {
+        transactional: false,
         producer_id,
         epoch,
         base_sequence: seq,

@@ -105,6 +105,7 @@ pub(crate) async fn content_round_trips(db: &Db) {
                     value: Some(Bytes::from_static(b"v")),
                 }],
                 timestamp_ms: 1_234,
+                txn: None,
             }),
         },
     };

@@ -299,6 +299,7 @@ pub(crate) fn keyed(key: Option<&str>, value: Option<&str>) -> Record {
             value: value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
             headers: Vec::new(),
             timestamp_ms: 1,
+            txn: None,
         }),
     }
 }
