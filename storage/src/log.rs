@@ -68,6 +68,9 @@ pub struct LogBounds {
     pub log_start: i64,
     /// The offset the next record gets (the high watermark).
     pub next_offset: i64,
+    /// The first offset of the oldest open Kafka transaction, else the
+    /// high watermark: what `read_committed` readers may read up to.
+    pub last_stable: i64,
 }
 
 impl Engine {

@@ -22,7 +22,7 @@ use kafka_protocol::messages::fetch_response::{
 };
 use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, ProducerId, TopicName};
 use kafka_protocol::ResponseError;
-use storage::{PartitionId, StorageError, StoredMessage};
+use storage::{Content, PartitionId, StorageError, StoredMessage};
 use telemetry::{Door, TRAFFIC};
 use uuid::Uuid;
 
@@ -211,14 +211,9 @@ async fn read_one(
 ) -> Result<(PartitionData, usize, usize), StorageError> {
     let bounds = broker.engine.log_bounds(partition_id).await?;
     data.high_watermark = bounds.next_offset;
-    // Only a read_committed fetch looks at open transactions.
-    let upper = if read_committed {
-        broker
-            .engine
-            .last_stable_offset(partition_id, bounds.next_offset)
-            .await?
-    } else {
-        bounds.next_offset
+    let upper = match read_committed {
+        true => bounds.last_stable,
+        false => bounds.next_offset,
     };
     data.last_stable_offset = upper;
     if version >= 5 {
@@ -238,7 +233,10 @@ async fn read_one(
             .await?;
         messages.retain(|m| m.offset < upper);
         (records, count) = encode_within(&messages, budget);
-        if read_committed && count > 0 {
+        // Only records of a transaction can be of an aborted one.
+        let transactional =
+            |m: &StoredMessage| matches!(&m.record.content, Content::Kafka(k) if k.txn.is_some());
+        if read_committed && messages[..count].iter().any(transactional) {
             let end = messages[count - 1].offset + 1;
             let aborted = broker
                 .engine

@@ -77,14 +77,11 @@ async fn lookup(
     let engine = &broker.engine;
     match timestamp {
         LATEST | LATEST_TIERED => {
-            let high_watermark = engine.log_bounds(partition_id).await?.next_offset;
-            if read_committed {
-                let stable = engine
-                    .last_stable_offset(partition_id, high_watermark)
-                    .await?;
-                return Ok((stable, -1));
+            let bounds = engine.log_bounds(partition_id).await?;
+            match read_committed {
+                true => Ok((bounds.last_stable, -1)),
+                false => Ok((bounds.next_offset, -1)),
             }
-            Ok((high_watermark, -1))
         }
         EARLIEST | EARLIEST_LOCAL => Ok((engine.log_bounds(partition_id).await?.log_start, -1)),
         MAX_TIMESTAMP => Ok(found(engine.max_timestamp_offset(partition_id).await?)),

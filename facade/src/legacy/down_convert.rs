@@ -114,6 +114,7 @@ mod tests {
                         value: None,
                     }],
                     timestamp_ms,
+                    txn: None,
                 }),
             },
         }

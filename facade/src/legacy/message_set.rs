@@ -55,6 +55,7 @@ pub(crate) fn decode(data: Bytes, budget: usize) -> Result<Vec<Record>, BatchErr
                 value: m.value,
                 headers: Vec::new(),
                 timestamp_ms: m.timestamp,
+                txn: None,
             }),
         })
         .collect())

@@ -204,6 +204,7 @@ impl Engine {
         let LogBounds {
             log_start,
             next_offset,
+            ..
         } = sql::catalog::bounds(&mut conn, partition_id)
             .await?
             .ok_or(StorageError::PartitionNotFound(partition_id))?;

@@ -366,8 +366,12 @@ pub(crate) async fn bounds(
     conn: &mut Conn<'_>,
     partition_id: PartitionId,
 ) -> Result<Option<LogBounds>> {
+    // The stable offset comes in the same statement: every Fetch reads
+    // the bounds, and most partitions never see a transaction.
     Ok(on_db!(conn, c => sqlx::query_as(
-        "SELECT log_start, next_offset FROM partitions WHERE id = $1",
+        "SELECT log_start, next_offset, COALESCE((SELECT MIN(first_offset) \
+         FROM kafka_open_txns WHERE partition_id = $1), next_offset) AS last_stable \
+         FROM partitions WHERE id = $1",
     )
     .bind(partition_id)
     .fetch_optional(&mut **c)

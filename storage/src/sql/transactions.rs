@@ -287,19 +287,6 @@ pub(crate) async fn close(
     Ok(())
 }
 
-/// The first offset of the partition's oldest open transaction.
-pub(crate) async fn first_open_offset(
-    store: &Store,
-    partition_id: PartitionId,
-) -> Result<Option<i64>> {
-    Ok(on_db!(store.reader(), pool => sqlx::query_scalar(
-        "SELECT MIN(first_offset) FROM kafka_open_txns WHERE partition_id = $1",
-    )
-    .bind(partition_id)
-    .fetch_one(pool)
-    .await?))
-}
-
 /// The aborted transactions of a partition that overlap `from..to`.
 pub(crate) async fn aborted(
     store: &Store,

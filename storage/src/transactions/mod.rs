@@ -280,17 +280,6 @@ impl Engine {
         sql::transactions::topic_partitions(&self.inner.store, tid).await
     }
 
-    /// The partition's last stable offset: the first offset of its oldest
-    /// open transaction, else `high_watermark`.
-    pub async fn last_stable_offset(
-        &self,
-        partition_id: PartitionId,
-        high_watermark: i64,
-    ) -> Result<i64> {
-        let first = sql::transactions::first_open_offset(&self.inner.store, partition_id).await?;
-        Ok(first.map_or(high_watermark, |f| f.min(high_watermark)))
-    }
-
     /// The aborted transactions of a partition that have records in
     /// `from..to`, oldest first.
     pub async fn aborted_transactions(

@@ -70,16 +70,8 @@ async fn marker_at(engine: &Engine, partition: PartitionId, offset: i64) -> Opti
 }
 
 async fn stable(engine: &Engine, partition: PartitionId) -> (i64, i64) {
-    let high = engine
-        .log_bounds(partition)
-        .await
-        .expect("bounds")
-        .next_offset;
-    let lso = engine
-        .last_stable_offset(partition, high)
-        .await
-        .expect("stable offset");
-    (lso, high)
+    let bounds = engine.log_bounds(partition).await.expect("bounds");
+    (bounds.last_stable, bounds.next_offset)
 }
 
 pub(crate) async fn markers_end_transactions_and_move_the_stable_offset(db: &Db) {
