@@ -6,6 +6,8 @@ mod acls;
 mod alter_configs;
 mod alter_user_scram_credentials;
 mod api_versions;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_acls;
 mod create_partitions;
 mod create_topics;
@@ -253,6 +255,14 @@ async fn route(
                     let answer = join_group::handle(broker, version, request, caller, access).await;
                     ready(respond(api, version, correlation_id, &answer))
                 }
+                Some(RequestKind::ConsumerGroupHeartbeat(request)) => {
+                    let caller = Caller {
+                        client_id: client_id.map(|c| c.to_string()).unwrap_or_default(),
+                        host: peer.to_owned(),
+                    };
+                    let answer = consumer_group_heartbeat::handle(broker, version, request, caller, access).await;
+                    ready(respond(api, version, correlation_id, &answer))
+                }
                 Some(RequestKind::Produce(request)) => {
                     let completion = produce::handle(broker, version, request, access).await;
                     let span = tracing::Span::current();
@@ -298,6 +308,7 @@ async fn route(
         CreateAcls => create_acls,
         DescribeAcls => describe_acls,
         DeleteAcls => delete_acls,
+        ConsumerGroupDescribe => consumer_group_describe,
     )
 }
 
