@@ -3,7 +3,8 @@
 //! `rdkafka` crate) joining and leaving while records flow, a raw member
 //! that stops heartbeating and whose partitions move only after its
 //! session expires, a group moving from the classic protocol to the new one
-//! with its offsets, and refused heartbeats and commits that change nothing.
+//! with its offsets, refused heartbeats and commits that change nothing, and
+//! (on PostgreSQL) a group outliving its coordinator broker.
 
 mod support;
 
@@ -480,4 +481,71 @@ async fn stale_and_unknown_members_are_refused_and_nothing_changes(broker: &Brok
         assert_eq!((left.error_code, left.member_epoch), (0, -1));
         assert_eq!(describe(broker, "strict").group_state.as_str(), "Empty");
     });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_group_continues_when_its_coordinator_broker_dies() {
+    let db = support::TestDb::postgres().await;
+    let one = Broker::start(&db.url, BROKER_FLAGS);
+    let two = Broker::start(&db.url, BROKER_FLAGS);
+    let bootstrap = format!("{},{}", one.kafka, two.kafka);
+    create_topic(&bootstrap, "failover", 4).await;
+    produce_numbered(&bootstrap, "failover", "before", 400, 4).await;
+
+    let ledger = Arc::new(Ledger::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    let mut members = Vec::new();
+    for _ in 0..2 {
+        let c = member(&bootstrap, "survivors", "consumer");
+        c.subscribe(&["failover"]).expect("subscribe");
+        threads.push(consume_in_background(
+            c.clone(),
+            ledger.clone(),
+            stop.clone(),
+        ));
+        members.push(c);
+    }
+    wait_for("the first records", || ledger.distinct() >= 200);
+
+    let request =
+        kafka_protocol::messages::FindCoordinatorRequest::default().with_key(s("survivors"));
+    let found: kafka_protocol::messages::FindCoordinatorResponse =
+        tokio::task::block_in_place(|| call(&one.kafka, ApiKey::FindCoordinator, 3, &request));
+    let port = |b: &Broker| b.kafka.rsplit(':').next().and_then(|p| p.parse().ok());
+    let (mut dead, survivor) = if port(&one) == Some(found.port) {
+        (one, two)
+    } else {
+        (two, one)
+    };
+    dead.child.kill().expect("SIGKILL the coordinator");
+    let _ = dead.child.wait();
+
+    produce_numbered(&survivor.kafka, "failover", "after", 400, 4).await;
+    wait_for("every record through the new coordinator", || {
+        ledger.distinct() == 800
+    });
+    wait_for("the commits to reach the end", || {
+        committed(&survivor.kafka, "survivors", "failover", 4)
+            .iter()
+            .sum::<i64>()
+            == 800
+    });
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().expect("member");
+    }
+    let seen = ledger.seen.lock().expect("lock").clone();
+    let again: usize = seen.values().map(|n| n - 1).sum();
+    let failed = ledger.failed_commits.load(Ordering::Relaxed);
+    assert!(
+        again <= failed,
+        "{again} records came twice though only {failed} commits failed"
+    );
+    let group = tokio::task::block_in_place(|| describe(&survivor, "survivors"));
+    assert_eq!(
+        group.members.len(),
+        2,
+        "both members joined the new coordinator"
+    );
 }
