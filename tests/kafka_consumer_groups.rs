@@ -4,7 +4,8 @@
 //! that stops heartbeating and whose partitions move only after its
 //! session expires, a group moving from the classic protocol to the new one
 //! with its offsets, refused heartbeats and commits that change nothing, and
-//! (on PostgreSQL) a group outliving its coordinator broker.
+//! (on PostgreSQL) a group outliving its coordinator broker; a subscription
+//! by pattern following topics and partitions created later.
 
 mod support;
 
@@ -49,6 +50,7 @@ support::broker_scenarios!(
     a_silent_member_keeps_its_partitions_until_its_session_expires,
     a_classic_group_moves_to_the_consumer_protocol_with_its_offsets,
     stale_and_unknown_members_are_refused_and_nothing_changes,
+    a_pattern_subscription_follows_new_topics_and_partitions,
 );
 
 fn s(v: &str) -> StrBytes {
@@ -548,4 +550,76 @@ async fn the_group_continues_when_its_coordinator_broker_dies() {
         2,
         "both members joined the new coordinator"
     );
+}
+
+async fn a_pattern_subscription_follows_new_topics_and_partitions(broker: &Broker) {
+    create_topic(&broker.kafka, "rx-a", 2).await;
+    create_topic(&broker.kafka, "other", 1).await;
+    produce_numbered(&broker.kafka, "rx-a", "a", 10, 2).await;
+    produce_numbered(&broker.kafka, "other", "o", 5, 1).await;
+
+    let c = member(&broker.kafka, "patterns", "consumer");
+    c.subscribe(&["^rx-.*"]).expect("subscribe");
+    let mut got = BTreeSet::new();
+    let take = |c: &BaseConsumer, got: &mut BTreeSet<String>| {
+        if let Some(Ok(m)) = c.poll(Duration::from_millis(100)) {
+            let body = String::from_utf8_lossy(m.payload().expect("value")).into_owned();
+            assert_eq!(&m.topic()[..3], "rx-", "{body} from {}", m.topic());
+            got.insert(body);
+        }
+    };
+    wait_for("the matching topic's records", || {
+        take(&c, &mut got);
+        got.len() == 10
+    });
+
+    // A matching topic created later, and a partition added to one.
+    create_topic(&broker.kafka, "rx-b", 1).await;
+    produce_numbered(&broker.kafka, "rx-b", "b", 5, 1).await;
+    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+        ClientConfig::new()
+            .set("bootstrap.servers", &broker.kafka)
+            .set("broker.address.family", "v4")
+            .create()
+            .expect("admin");
+    for r in admin
+        .create_partitions(
+            &[rdkafka::admin::NewPartitions::new("rx-a", 3)],
+            &rdkafka::admin::AdminOptions::new(),
+        )
+        .await
+        .expect("create partitions")
+    {
+        r.expect("partition added");
+    }
+    let producer: rdkafka::producer::FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", &broker.kafka)
+        .set("broker.address.family", "v4")
+        .create()
+        .expect("producer");
+    producer
+        .send(
+            rdkafka::producer::FutureRecord::<[u8], [u8]>::to("rx-a")
+                .partition(2)
+                .payload(b"a-new"),
+            Duration::from_secs(30),
+        )
+        .await
+        .map_err(|(e, _)| e)
+        .expect("produced to the new partition");
+    wait_for("the new topic's and the new partition's records", || {
+        take(&c, &mut got);
+        got.len() == 16
+    });
+    let group = tokio::task::block_in_place(|| describe(broker, "patterns"));
+    // librdkafka sends its subscriptions joined as one alternation.
+    let regex = group.members[0].subscribed_topic_regex.as_deref();
+    assert!(regex.is_some_and(|r| r.contains("^rx-.*")), "{regex:?}");
+    let assigned: usize = group.members[0]
+        .assignment
+        .topic_partitions
+        .iter()
+        .map(|t| t.partitions.len())
+        .sum();
+    assert_eq!(assigned, 4, "rx-a's three partitions and rx-b's one");
 }

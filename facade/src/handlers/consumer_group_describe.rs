@@ -73,6 +73,7 @@ fn describe(version: i16, id: GroupId, view: GroupView) -> DescribedGroup {
                         .map(|t| TopicName(StrBytes::from_string(t)))
                         .collect(),
                 )
+                .with_subscribed_topic_regex(m.regex.map(StrBytes::from_string))
                 .with_assignment(assignment(&view.topics, &m.assigned))
                 .with_target_assignment(assignment(&view.topics, &m.target))
                 // 1: a member of the consumer protocol (v1 only).

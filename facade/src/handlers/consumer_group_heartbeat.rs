@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::broker::Broker;
 use crate::groups::consumer::{
-    Heartbeat, HeartbeatAnswer, Topic, TopicPartition, Topics, ASSIGNORS,
+    Heartbeat, HeartbeatAnswer, Subscription, Topic, TopicPartition, Topics, ASSIGNORS,
 };
 use crate::handlers::Caller;
 
@@ -70,20 +70,21 @@ fn checked(
         }
         member_id = Uuid::new_v4().to_string();
     }
-    // librdkafka sends an empty regex along with topic names.
-    if request
-        .subscribed_topic_regex
-        .as_ref()
-        .is_some_and(|r| !r.is_empty())
-    {
-        return invalid("subscription by regular expression is not supported by this broker");
-    }
+    // An empty expression is none (librdkafka sends one with topic names).
+    let regex = match request.subscribed_topic_regex.as_deref() {
+        None => None,
+        Some("") => Some(None),
+        Some(pattern) => match Subscription::new(pattern) {
+            Ok(r) => Some(Some(r)),
+            Err(why) => return Err((ResponseError::InvalidRegularExpression, why)),
+        },
+    };
     let topics: Option<BTreeSet<String>> = request
         .subscribed_topic_names
         .as_ref()
         .map(|names| names.iter().map(|n| n.to_string()).collect());
-    if epoch == 0 && topics.is_none() {
-        return invalid("a joining member must give its subscribed topic names");
+    if epoch == 0 && topics.is_none() && !matches!(regex, Some(Some(_))) {
+        return invalid("a joining member must give its subscribed topic names or expression");
     }
     if epoch == 0 && request.rebalance_timeout_ms < 0 {
         return invalid("a joining member must give its rebalance timeout");
@@ -109,6 +110,7 @@ fn checked(
         rack_id: request.rack_id.as_ref().map(|r| r.to_string()),
         rebalance_timeout_ms: request.rebalance_timeout_ms,
         topics,
+        regex,
         assignor,
         owned,
         client_id: caller.client_id,
@@ -125,19 +127,33 @@ async fn topics(
     heartbeat: &Heartbeat,
     access: &Access,
 ) -> Result<Topics, ResponseError> {
+    let failed = |e: storage::StorageError| {
+        tracing::warn!(error = %e, "kafka consumer group: reading topics failed");
+        ResponseError::CoordinatorNotAvailable
+    };
     let mut names = broker.groups.consumer.subscriptions(group);
     if let Some(mine) = &heartbeat.topics {
         names.extend(mine.iter().cloned());
+    }
+    let mut regexes = broker.groups.consumer.regexes(group);
+    if let Some(Some(mine)) = &heartbeat.regex {
+        regexes.push(mine.clone());
+    }
+    if !regexes.is_empty() {
+        // Every topic is a candidate, as every queue is one in Metadata.
+        let all = broker.engine.queues().await.map_err(failed)?;
+        names.extend(
+            all.into_iter()
+                .map(|q| q.name)
+                .filter(|n| regexes.iter().any(|r| r.matches(n))),
+        );
     }
     let mut topics = Topics::new();
     for name in names {
         if !access.topic(AclOperation::Describe, &name) {
             continue;
         }
-        let queue = broker.engine.queue(&name).await.map_err(|e| {
-            tracing::warn!(error = %e, "kafka consumer group: reading a topic failed");
-            ResponseError::CoordinatorNotAvailable
-        })?;
+        let queue = broker.engine.queue(&name).await.map_err(failed)?;
         if let Some(q) = queue {
             let partitions = q.partitions.iter().map(|p| p.kafka_index).collect();
             topics.insert(

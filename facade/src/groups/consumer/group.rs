@@ -12,6 +12,7 @@ use kafka_protocol::ResponseError;
 
 use super::assignor::{self, Subscriber, TopicPartition, Topics, ASSIGNORS};
 use super::member::Member;
+use super::subscription::Subscription;
 use crate::groups::group::Ms;
 
 /// What a ConsumerGroupHeartbeat carries, checked by the handler.
@@ -30,6 +31,8 @@ pub(crate) struct Heartbeat {
     pub(crate) rebalance_timeout_ms: i32,
     /// The subscribed topic names, when changed.
     pub(crate) topics: Option<BTreeSet<String>>,
+    /// The subscribed expression, when changed (`Some(None)`: none now).
+    pub(crate) regex: Option<Option<Subscription>>,
     /// The server assignor it wants, when changed.
     pub(crate) assignor: Option<String>,
     /// The partitions it owns, when changed.
@@ -106,6 +109,14 @@ impl ConsumerGroup {
         self.members
             .values()
             .flat_map(|m| m.topics.iter().cloned())
+            .collect()
+    }
+
+    /// The expressions its members subscribe with.
+    pub(crate) fn regexes(&self) -> Vec<Subscription> {
+        self.members
+            .values()
+            .filter_map(|m| m.regex.clone())
             .collect()
     }
 
@@ -209,12 +220,25 @@ impl ConsumerGroup {
             return;
         }
         let empty = BTreeSet::new();
+        // Each member's topics among the group's, by name or expression.
+        let subscribed: Vec<BTreeSet<String>> = self
+            .members
+            .values()
+            .map(|m| {
+                self.topics
+                    .keys()
+                    .filter(|t| m.subscribes(t))
+                    .cloned()
+                    .collect()
+            })
+            .collect();
         let subscribers: Vec<Subscriber<'_>> = self
             .members
             .values()
-            .map(|m| Subscriber {
+            .zip(&subscribed)
+            .map(|(m, topics)| Subscriber {
                 id: &m.id,
-                topics: &m.topics,
+                topics,
                 previous: self.target.get(&m.id).unwrap_or(&empty),
             })
             .collect();
@@ -309,6 +333,12 @@ fn update(member: &mut Member, request: &Heartbeat, now: Ms) -> bool {
     if let Some(topics) = &request.topics {
         if *topics != member.topics {
             member.topics.clone_from(topics);
+            changed = true;
+        }
+    }
+    if let Some(regex) = &request.regex {
+        if *regex != member.regex {
+            member.regex.clone_from(regex);
             changed = true;
         }
     }

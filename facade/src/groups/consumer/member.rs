@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::assignor::TopicPartition;
+use super::subscription::Subscription;
 use crate::groups::group::Ms;
 
 /// A member of a consumer group.
@@ -29,6 +30,8 @@ pub(crate) struct Member {
     pub(crate) rebalance_timeout_ms: i32,
     /// The topic names it subscribes to.
     pub(crate) topics: BTreeSet<String>,
+    /// The regular expression it subscribes with, if any.
+    pub(crate) regex: Option<Subscription>,
     /// The assignor it asked for, if any.
     pub(crate) assignor: Option<String>,
     /// Partitions it owns and keeps.
@@ -59,6 +62,7 @@ impl Member {
             client_host: String::new(),
             rebalance_timeout_ms: DEFAULT_REBALANCE_TIMEOUT_MS,
             topics: BTreeSet::new(),
+            regex: None,
             assignor: None,
             assigned: BTreeSet::new(),
             revoking: BTreeSet::new(),
@@ -78,6 +82,11 @@ impl Member {
         self.revoking.clear();
         self.reported = None;
         self.sent = None;
+    }
+
+    /// Whether it subscribes to `topic`, by name or by its expression.
+    pub(crate) fn subscribes(&self, topic: &str) -> bool {
+        self.topics.contains(topic) || self.regex.as_ref().is_some_and(|r| r.matches(topic))
     }
 
     /// Whether it holds `tp`, kept or still being revoked.

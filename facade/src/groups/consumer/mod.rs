@@ -10,6 +10,7 @@
 mod assignor;
 mod group;
 mod member;
+mod subscription;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -18,6 +19,7 @@ use kafka_protocol::ResponseError;
 
 pub(crate) use assignor::{Topic, TopicPartition, Topics, ASSIGNORS};
 pub(crate) use group::{ConsumerState, Heartbeat, HeartbeatAnswer};
+pub(crate) use subscription::Subscription;
 
 use super::group::{Ms, EMPTY_KEPT_MS};
 use group::ConsumerGroup;
@@ -40,6 +42,8 @@ pub(crate) struct MemberView {
     pub(crate) client_host: String,
     /// Subscribed topic names.
     pub(crate) topics: Vec<String>,
+    /// Subscribed expression.
+    pub(crate) regex: Option<String>,
     /// What it owns now.
     pub(crate) assigned: BTreeSet<TopicPartition>,
     /// What it is moving to.
@@ -75,6 +79,14 @@ impl ConsumerGroups {
         self.lock()
             .get(group)
             .map(ConsumerGroup::subscriptions)
+            .unwrap_or_default()
+    }
+
+    /// The expressions the members of `group` subscribe with.
+    pub(crate) fn regexes(&self, group: &str) -> Vec<Subscription> {
+        self.lock()
+            .get(group)
+            .map(ConsumerGroup::regexes)
             .unwrap_or_default()
     }
 
@@ -185,6 +197,7 @@ fn view(g: &ConsumerGroup) -> GroupView {
         client_id: m.client_id.clone(),
         client_host: m.client_host.clone(),
         topics: m.topics.iter().cloned().collect(),
+        regex: m.regex.as_ref().map(|r| r.pattern().to_owned()),
         assigned: m.assigned.clone(),
         target: g.target.get(&m.id).cloned().unwrap_or_default(),
     };
