@@ -51,6 +51,7 @@ support::broker_scenarios!(
     a_classic_group_moves_to_the_consumer_protocol_with_its_offsets,
     stale_and_unknown_members_are_refused_and_nothing_changes,
     a_pattern_subscription_follows_new_topics_and_partitions,
+    a_static_member_comes_back_to_its_partitions,
 );
 
 fn s(v: &str) -> StrBytes {
@@ -622,4 +623,37 @@ async fn a_pattern_subscription_follows_new_topics_and_partitions(broker: &Broke
         .map(|t| t.partitions.len())
         .sum();
     assert_eq!(assigned, 4, "rx-a's three partitions and rx-b's one");
+}
+
+async fn a_static_member_comes_back_to_its_partitions(broker: &Broker) {
+    create_topic(&broker.kafka, "quiet", 6).await;
+    tokio::task::block_in_place(|| {
+        let join = |member: &str| -> ConsumerGroupHeartbeatResponse {
+            let request = ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(GroupId(s("statics")))
+                .with_member_id(s(member))
+                .with_instance_id(Some(s("instance-1")))
+                .with_rebalance_timeout_ms(60_000)
+                .with_subscribed_topic_names(Some(vec![TopicName(s("quiet"))]));
+            call(&broker.kafka, ApiKey::ConsumerGroupHeartbeat, 1, &request)
+        };
+        let first = join("first");
+        assert_eq!(first.error_code, 0);
+        let owned = partitions(&first).expect("assignment");
+        assert_eq!(owned.len(), 6);
+        let early = join("second");
+        assert_eq!(early.error_code, ResponseError::UnreleasedInstanceId.code());
+
+        let away = heartbeat(broker, "statics", "first", -2, None);
+        assert_eq!((away.error_code, away.member_epoch), (0, -2));
+        let epoch = describe(broker, "statics").group_epoch;
+        let back = join("second");
+        assert_eq!(back.error_code, 0);
+        assert_eq!(back.member_epoch, first.member_epoch);
+        assert_eq!(partitions(&back), Some(owned));
+        let group = describe(broker, "statics");
+        assert_eq!(group.group_epoch, epoch, "no rebalance");
+        let ids: Vec<&str> = group.members.iter().map(|m| m.member_id.as_str()).collect();
+        assert_eq!(ids, vec!["second"]);
+    });
 }

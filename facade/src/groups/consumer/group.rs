@@ -155,6 +155,22 @@ impl ConsumerGroup {
         let id = request.member_id.clone();
         let mut bump = false;
         match request.epoch {
+            -2 if self
+                .members
+                .get(&id)
+                .is_some_and(|m| m.instance_id.is_some()) =>
+            {
+                // A static member leaving for a while keeps its partitions
+                // until its session runs out, for its instance to take back.
+                if let Some(m) = self.members.get_mut(&id) {
+                    m.parked = true;
+                }
+                return HeartbeatAnswer {
+                    member_id: id,
+                    epoch: -2,
+                    ..HeartbeatAnswer::default()
+                };
+            }
             -1 | -2 => {
                 if self.members.remove(&id).is_none() {
                     return unknown(&id);
@@ -165,6 +181,11 @@ impl ConsumerGroup {
                     epoch: request.epoch,
                     ..HeartbeatAnswer::default()
                 };
+            }
+            0 if self.instance_holder(&request).is_some() => {
+                if let Err(refused) = self.take_over(&request) {
+                    return refused;
+                }
             }
             0 => {
                 let member = self.members.entry(id.clone()).or_insert_with(|| {
@@ -212,6 +233,46 @@ impl ConsumerGroup {
         self.assign();
         let always = request.epoch == 0;
         self.reconcile(&id, always, now)
+    }
+
+    /// The member id holding the instance id of `request` under another
+    /// member id, if any.
+    fn instance_holder(&self, request: &Heartbeat) -> Option<String> {
+        let instance = request.instance_id.as_deref()?;
+        self.members
+            .values()
+            .find(|m| m.instance_id.as_deref() == Some(instance) && m.id != request.member_id)
+            .map(|m| m.id.clone())
+    }
+
+    /// A static member joining in place of the member that held its
+    /// instance id: it takes that member's epoch and assignment, without a
+    /// rebalance, if that member left for a while (epoch -2); otherwise
+    /// `UNRELEASED_INSTANCE_ID`.
+    fn take_over(&mut self, request: &Heartbeat) -> Result<(), HeartbeatAnswer> {
+        let Some(old) = self.instance_holder(request) else {
+            return Ok(());
+        };
+        if !self.members.get(&old).is_some_and(|m| m.parked) {
+            let instance = request.instance_id.as_deref().unwrap_or_default();
+            return Err(HeartbeatAnswer::error(
+                ResponseError::UnreleasedInstanceId,
+                format!("instance {instance} is still in use by member {old}"),
+            ));
+        }
+        let Some(mut member) = self.members.remove(&old) else {
+            return Ok(());
+        };
+        member.id.clone_from(&request.member_id);
+        member.parked = false;
+        member.reported = None;
+        member.sent = None;
+        // Its target goes with it: nothing is reassigned.
+        if let Some(target) = self.target.remove(&old) {
+            self.target.insert(request.member_id.clone(), target);
+        }
+        self.members.insert(request.member_id.clone(), member);
+        Ok(())
     }
 
     /// Recomputes the target assignment when the group epoch moved past it.

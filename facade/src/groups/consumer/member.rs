@@ -47,6 +47,9 @@ pub(crate) struct Member {
     pub(crate) sent: Option<(i32, BTreeSet<TopicPartition>)>,
     /// When it was last heard from.
     pub(crate) last_heard: Ms,
+    /// A static member that left for a while (epoch -2): it keeps its
+    /// partitions until its session runs out or its instance comes back.
+    pub(crate) parked: bool,
 }
 
 impl Member {
@@ -70,6 +73,7 @@ impl Member {
             reported: None,
             sent: None,
             last_heard: now,
+            parked: false,
         }
     }
 

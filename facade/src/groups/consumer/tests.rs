@@ -133,3 +133,25 @@ fn leaving_frees_the_partitions() {
     assert_eq!(b.error, None);
     assert_eq!(b.assignment.expect("all").len(), 6);
 }
+
+#[test]
+fn a_static_member_comes_back_to_its_partitions_without_a_rebalance() {
+    let mut g = ConsumerGroup::default();
+    let with_instance = |id: &str| Heartbeat {
+        instance_id: Some("i1".into()),
+        ..join(id)
+    };
+    let first = g.heartbeat(with_instance("s1"), topics(), 0);
+    let owned = first.assignment.expect("assignment");
+    let busy = g.heartbeat(with_instance("s2"), topics(), 1);
+    assert_eq!(busy.error, Some(ResponseError::UnreleasedInstanceId));
+    let parked = g.heartbeat(beat("s1", -2, &BTreeSet::new()), topics(), 2);
+    assert_eq!((parked.error, parked.epoch), (None, -2));
+    let epoch = g.epoch;
+    let back = g.heartbeat(with_instance("s2"), topics(), 3);
+    assert_eq!(back.error, None);
+    assert_eq!(back.epoch, first.epoch);
+    assert_eq!(back.assignment, Some(owned));
+    assert_eq!(g.epoch, epoch, "no rebalance");
+    assert!(!g.members.contains_key("s1"));
+}
