@@ -480,8 +480,29 @@ async fn stale_and_unknown_members_are_refused_and_nothing_changes(broker: &Brok
         assert_eq!((ok.error_code, ok.member_epoch), (0, epoch));
         assert_eq!(commit("m1", epoch), 0);
         assert_eq!(committed(&broker.kafka, "strict", "quiet", 1), vec![3]);
+        // Offsets of a subscribed topic cannot be deleted while members are in.
+        let delete = || -> i16 {
+            use kafka_protocol::messages::offset_delete_request::{
+                OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+            };
+            let request = kafka_protocol::messages::OffsetDeleteRequest::default()
+                .with_group_id(GroupId(s("strict")))
+                .with_topics(vec![OffsetDeleteRequestTopic::default()
+                    .with_name(TopicName(s("quiet")))
+                    .with_partitions(vec![
+                        OffsetDeleteRequestPartition::default().with_partition_index(0)
+                    ])]);
+            let answer: kafka_protocol::messages::OffsetDeleteResponse =
+                call(&broker.kafka, ApiKey::OffsetDelete, 0, &request);
+            assert_eq!(answer.error_code, 0);
+            answer.topics[0].partitions[0].error_code
+        };
+        assert_eq!(delete(), ResponseError::GroupSubscribedToTopic.code());
+        assert_eq!(committed(&broker.kafka, "strict", "quiet", 1), vec![3]);
         let left = heartbeat(broker, "strict", "m1", -1, None);
         assert_eq!((left.error_code, left.member_epoch), (0, -1));
+        assert_eq!(delete(), 0, "deleted once the group is empty");
+        assert_eq!(committed(&broker.kafka, "strict", "quiet", 1), vec![-1]);
         assert_eq!(describe(broker, "strict").group_state.as_str(), "Empty");
     });
 }

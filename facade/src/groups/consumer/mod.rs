@@ -82,6 +82,20 @@ impl ConsumerGroups {
             .unwrap_or_default()
     }
 
+    /// The topics the members of `group` subscribe to, by name or by
+    /// expression (those that existed at the last heartbeat).
+    pub(crate) fn subscribed_topics(&self, group: &str) -> BTreeSet<String> {
+        self.lock()
+            .get(group)
+            .filter(|g| !g.members.is_empty())
+            .map(|g| {
+                let mut names = g.subscriptions();
+                names.extend(g.topics.keys().cloned());
+                names
+            })
+            .unwrap_or_default()
+    }
+
     /// The expressions the members of `group` subscribe with.
     pub(crate) fn regexes(&self, group: &str) -> Vec<Subscription> {
         self.lock()
