@@ -343,6 +343,18 @@ async fn a_classic_group_moves_to_the_consumer_protocol_with_its_offsets(broker:
             == 40
     });
 
+    // The HTTP API lists it with its type and member.
+    let listed = broker.get("/api/v1/kafka/groups").await;
+    let movers = listed["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .find(|g| g["name"] == "movers")
+        .unwrap_or_else(|| panic!("movers in {listed}"));
+    assert_eq!(movers["type"], "consumer", "{movers}");
+    assert_eq!(movers["protocol"], "uniform");
+    assert_eq!(movers["members"].as_array().map(Vec::len), Some(1));
+
     // Kafka 4's views of a group of the new type.
     tokio::task::block_in_place(|| {
         let list = |types: &[&str]| -> Vec<(String, String, String)> {

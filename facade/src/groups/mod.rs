@@ -43,6 +43,19 @@ pub struct GroupSummary {
     pub members: Vec<MemberSummary>,
 }
 
+/// A KIP-848 consumer group as the dashboard lists it.
+#[derive(Debug, Clone)]
+pub struct ConsumerGroupSummary {
+    /// Its id.
+    pub name: String,
+    /// Its state's name (`Empty`, `Reconciling`, `Stable`).
+    pub state: &'static str,
+    /// The server assignor in use.
+    pub assignor: String,
+    /// Its members.
+    pub members: Vec<MemberSummary>,
+}
+
 /// The groups this broker coordinates.
 #[derive(Debug)]
 pub struct Coordinator {
@@ -210,6 +223,32 @@ impl Coordinator {
         self.lock()
             .iter()
             .map(|(id, g)| (id.clone(), summary(g)))
+            .collect()
+    }
+
+    /// Every KIP-848 consumer group (its members carry no metadata or
+    /// assignment bytes: the broker assigns).
+    pub fn consumer_groups(&self) -> Vec<ConsumerGroupSummary> {
+        self.consumer
+            .views()
+            .into_iter()
+            .map(|(name, view)| ConsumerGroupSummary {
+                name,
+                state: view.state.name(),
+                assignor: view.assignor,
+                members: view
+                    .members
+                    .into_iter()
+                    .map(|m| MemberSummary {
+                        member_id: m.member_id,
+                        instance_id: m.instance_id,
+                        client_id: m.client_id,
+                        client_host: m.client_host,
+                        metadata: Bytes::new(),
+                        assignment: Bytes::new(),
+                    })
+                    .collect(),
+            })
             .collect()
     }
 

@@ -189,6 +189,14 @@ impl ConsumerGroups {
         self.lock().get(group).map(view)
     }
 
+    /// Every consumer group's view, by id.
+    pub(crate) fn views(&self) -> Vec<(String, GroupView)> {
+        self.lock()
+            .iter()
+            .map(|(id, g)| (id.clone(), view(g)))
+            .collect()
+    }
+
     /// Every consumer group, by id.
     pub(crate) fn list(&self) -> Vec<(String, ConsumerState)> {
         self.lock()
