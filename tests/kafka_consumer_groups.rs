@@ -515,6 +515,27 @@ async fn stale_and_unknown_members_are_refused_and_nothing_changes(broker: &Brok
         assert_eq!((left.error_code, left.member_epoch), (0, -1));
         assert_eq!(delete(), 0, "deleted once the group is empty");
         assert_eq!(committed(&broker.kafka, "strict", "quiet", 1), vec![-1]);
+
+        // v0: the coordinator names a member that joins without an id.
+        let request = ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(s("named")))
+            .with_rebalance_timeout_ms(1_000)
+            .with_subscribed_topic_names(Some(vec![TopicName(s("quiet"))]));
+        let named: ConsumerGroupHeartbeatResponse =
+            call(&broker.kafka, ApiKey::ConsumerGroupHeartbeat, 0, &request);
+        assert_eq!(named.error_code, 0);
+        let id = named.member_id.expect("a member id");
+        assert!(!id.is_empty());
+        let request = ConsumerGroupDescribeRequest::default()
+            .with_group_ids(vec![GroupId(s("named")), GroupId(s("no-such-group"))]);
+        let described: ConsumerGroupDescribeResponse =
+            call(&broker.kafka, ApiKey::ConsumerGroupDescribe, 0, &request);
+        assert_eq!(described.groups[0].error_code, 0);
+        assert_eq!(described.groups[0].members[0].member_id, id);
+        assert_eq!(
+            described.groups[1].error_code,
+            ResponseError::GroupIdNotFound.code()
+        );
         assert_eq!(describe(broker, "strict").group_state.as_str(), "Empty");
     });
 }
