@@ -709,5 +709,24 @@ async fn a_static_member_comes_back_to_its_partitions(broker: &Broker) {
         assert_eq!(group.group_epoch, epoch, "no rebalance");
         let ids: Vec<&str> = group.members.iter().map(|m| m.member_id.as_str()).collect();
         assert_eq!(ids, vec!["second"]);
+
+        // A classic member cannot join a group of the new type meanwhile.
+        let classic = kafka_protocol::messages::JoinGroupRequest::default()
+            .with_group_id(GroupId(s("statics")))
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(10_000)
+            .with_protocol_type(s("consumer"))
+            .with_protocols(vec![
+                kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol::default()
+                    .with_name(s("range"))
+                    .with_metadata(bytes::Bytes::from_static(&[0, 0])),
+            ]);
+        let refused: kafka_protocol::messages::JoinGroupResponse =
+            call(&broker.kafka, ApiKey::JoinGroup, 5, &classic);
+        assert_eq!(
+            refused.error_code,
+            ResponseError::InconsistentGroupProtocol.code()
+        );
+        assert_eq!(describe(broker, "statics").members.len(), 1);
     });
 }
