@@ -5,7 +5,8 @@
 //! on 8 partitions a consumer group of three librdkafka members subscribing
 //! (time from subscribe until all three receive records, with the broker's
 //! default 3 s initial rebalance delay, then group throughput with
-//! auto-commit). Prints records/s, MB/s and the broker's peak resident
+//! auto-commit), once with the classic protocol and once with KIP-848's
+//! (`group.protocol=consumer`: no initial delay, the broker assigns). Prints records/s, MB/s and the broker's peak resident
 //! memory (VmHWM).
 //!
 //! Produce is timed after one warm-up record (connection and producer id).
@@ -144,9 +145,15 @@ fn consume(broker: &Broker, topic: &str, partitions: i32, records: usize) -> f64
     started.elapsed().as_secs_f64()
 }
 
-/// Three members of one group subscribe to `topic` and consume its
-/// `records` together: (time until every member had records, total time).
-fn group_consume(broker: &Broker, topic: &str, records: usize) -> (Duration, Duration) {
+/// Three members of one group speaking `protocol` (`classic`, or
+/// `consumer` for KIP-848) subscribe to `topic` and consume its `records`
+/// together: (time until every member had records, total time).
+fn group_consume(
+    broker: &Broker,
+    topic: &str,
+    records: usize,
+    protocol: &str,
+) -> (Duration, Duration) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     let total = Arc::new(AtomicUsize::new(0));
@@ -154,7 +161,8 @@ fn group_consume(broker: &Broker, topic: &str, records: usize) -> (Duration, Dur
     let members: Vec<_> = (0..3)
         .map(|_| {
             let consumer: BaseConsumer = client(broker)
-                .set("group.id", "bench-group")
+                .set("group.id", format!("bench-group-{protocol}"))
+                .set("group.protocol", protocol)
                 .set("auto.offset.reset", "earliest")
                 .set("queued.max.messages.kbytes", "262144")
                 .create()
@@ -298,12 +306,14 @@ async fn main() {
                     peak_rss_mib(broker.child.id()),
                 );
                 if partitions == 8 {
-                    let (joined, took) = group_consume(&broker, &topic, n);
-                    println!(
-                        "{backend:8} group of 3 on 8 partitions: all consuming after {joined:.2?}; {:>9.0} rec/s including the join, {:>9.0} rec/s after it",
-                        n as f64 / took.as_secs_f64(),
-                        n as f64 / took.saturating_sub(joined).as_secs_f64(),
-                    );
+                    for protocol in ["classic", "consumer"] {
+                        let (joined, took) = group_consume(&broker, &topic, n, protocol);
+                        println!(
+                            "{backend:8} group of 3 on 8 partitions, {protocol} protocol: all consuming after {joined:.2?}; {:>9.0} rec/s including the join, {:>9.0} rec/s after it",
+                            n as f64 / took.as_secs_f64(),
+                            n as f64 / took.saturating_sub(joined).as_secs_f64(),
+                        );
+                    }
                 }
                 broker
             })

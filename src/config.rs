@@ -146,6 +146,24 @@ pub struct Config {
     )]
     pub group_max_session_timeout_ms: i32,
 
+    /// Session timeout of members of KIP-848 consumer groups, in ms (the
+    /// broker sets it, as Kafka's `group.consumer.session.timeout.ms`).
+    #[arg(
+        long,
+        env = "QUEEN_GROUP_CONSUMER_SESSION_TIMEOUT_MS",
+        default_value_t = 45_000
+    )]
+    pub group_consumer_session_timeout_ms: i32,
+
+    /// Heartbeat interval told to members of KIP-848 consumer groups, in ms
+    /// (Kafka's `group.consumer.heartbeat.interval.ms`).
+    #[arg(
+        long,
+        env = "QUEEN_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS",
+        default_value_t = 5_000
+    )]
+    pub group_consumer_heartbeat_interval_ms: i32,
+
     /// Label the topic and lag metrics of `/metrics` per partition, not
     /// only per topic. Native queues may have very many partitions: each
     /// becomes a series, and each scrape reads every partition's newest

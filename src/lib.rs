@@ -56,6 +56,8 @@ pub async fn run(
             min_session_ms: config.group_min_session_timeout_ms,
             max_session_ms: config.group_max_session_timeout_ms,
             initial_delay_ms: config.group_initial_rebalance_delay_ms,
+            consumer_session_ms: config.group_consumer_session_timeout_ms,
+            consumer_heartbeat_ms: config.group_consumer_heartbeat_interval_ms,
         },
         authorization: kafka_listeners::authorization(&config)?,
         transaction_max_timeout_ms: config.transaction_max_timeout_ms,

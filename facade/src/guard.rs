@@ -484,6 +484,24 @@ const CREATE_ACLS: &[Field] = &[Field(Array(ACL), 0, ALL)]; // creations
 const DELETE_ACLS: &[Field] = &[Field(Array(ACL), 0, ALL)]; // filters
 
 /// The schema of a request body and the first flexible version of its API.
+const CONSUMER_GROUP_HEARTBEAT: &[Field] = &[
+    Field(Str, 0, ALL),                                                // group_id
+    Field(Str, 0, ALL),                                                // member_id
+    Field(I32, 0, ALL),                                                // member_epoch
+    Field(Str, 0, ALL),                                                // instance_id
+    Field(Str, 0, ALL),                                                // rack_id
+    Field(I32, 0, ALL),                                                // rebalance_timeout_ms
+    Field(Strs, 0, ALL),                                               // subscribed_topic_names
+    Field(Str, 1, ALL),                                                // subscribed_topic_regex
+    Field(Str, 0, ALL),                                                // server_assignor
+    Field(Array(&[Field(Uuid, 0, ALL), Field(Ints, 0, ALL)]), 0, ALL), // topic_partitions
+];
+
+const CONSUMER_GROUP_DESCRIBE: &[Field] = &[
+    Field(Strs, 0, ALL), // group_ids
+    Field(Bool, 0, ALL), // include_authorized_operations
+];
+
 fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
     Some(match api {
         ApiKey::Produce => (PRODUCE, 9),
@@ -526,6 +544,8 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::TxnOffsetCommit => (TXN_OFFSET_COMMIT, 3),
         ApiKey::DescribeTransactions => (DESCRIBE_TRANSACTIONS, 0),
         ApiKey::ListTransactions => (LIST_TRANSACTIONS, 0),
+        ApiKey::ConsumerGroupHeartbeat => (CONSUMER_GROUP_HEARTBEAT, 0),
+        ApiKey::ConsumerGroupDescribe => (CONSUMER_GROUP_DESCRIBE, 0),
         _ => return None,
     })
 }

@@ -51,6 +51,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeTransactions, 0, 0),
     // v2 filters by a Java regular expression, not served.
     (ApiKey::ListTransactions, 0, 1),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
 ];
 
 /// (API, lowest version, highest version) served by `crate::legacy`'s own

@@ -135,6 +135,11 @@ pub struct Limits {
     /// How long the first rebalance of an empty group waits for more
     /// members (Kafka's `group.initial.rebalance.delay.ms`).
     pub initial_delay_ms: i32,
+    /// The session timeout of KIP-848 consumer group members (set by the
+    /// broker, not the client).
+    pub consumer_session_ms: i32,
+    /// The heartbeat interval told to KIP-848 consumer group members.
+    pub consumer_heartbeat_ms: i32,
 }
 
 /// A described member.

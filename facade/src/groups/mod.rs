@@ -7,6 +7,7 @@
 //! (FindCoordinator picks it among the live brokers), are told their member
 //! ids are unknown, rejoin there and resume from the offsets they committed.
 
+pub(crate) mod consumer;
 mod group;
 mod member;
 #[cfg(test)]
@@ -42,10 +43,25 @@ pub struct GroupSummary {
     pub members: Vec<MemberSummary>,
 }
 
+/// A KIP-848 consumer group as the dashboard lists it.
+#[derive(Debug, Clone)]
+pub struct ConsumerGroupSummary {
+    /// Its id.
+    pub name: String,
+    /// Its state's name (`Empty`, `Reconciling`, `Stable`).
+    pub state: &'static str,
+    /// The server assignor in use.
+    pub assignor: String,
+    /// Its members.
+    pub members: Vec<MemberSummary>,
+}
+
 /// The groups this broker coordinates.
 #[derive(Debug)]
 pub struct Coordinator {
     groups: Mutex<HashMap<String, Group>>,
+    /// The KIP-848 consumer groups; a group id is one kind or the other.
+    pub(crate) consumer: consumer::ConsumerGroups,
     limits: Limits,
     started: Instant,
 }
@@ -55,6 +71,7 @@ impl Coordinator {
     pub fn new(limits: Limits) -> Self {
         Self {
             groups: Mutex::new(HashMap::new()),
+            consumer: consumer::ConsumerGroups::default(),
             limits,
             started: Instant::now(),
         }
@@ -73,6 +90,8 @@ impl Coordinator {
                 count_rebalance(id, generation, group);
             }
             groups.retain(|_, g| !g.is_idle(now));
+            drop(groups);
+            self.consumer.tick(self.limits.consumer_session_ms, now);
         }
     }
 
@@ -80,6 +99,12 @@ impl Coordinator {
     pub async fn join(&self, group_id: &str, request: JoinRequest) -> JoinAnswer {
         let member_id = request.member_id.clone();
         let failed = |error| JoinAnswer::error(error, &member_id);
+        // A consumer group with members takes no classic members; an empty
+        // one becomes a classic group (its offsets stay).
+        if self.consumer.is_busy(group_id) {
+            return failed(ResponseError::InconsistentGroupProtocol);
+        }
+        self.consumer.forget(group_id);
         let answer = match self.with_group(group_id, true, |g, now| g.join(request, now)) {
             Some(Pending::Now(answer)) => answer,
             Some(Pending::Later(rx)) => rx
@@ -179,6 +204,9 @@ impl Coordinator {
         member_id: &str,
         instance_id: Option<&str>,
     ) -> Option<ResponseError> {
+        if let Some(answer) = self.consumer.commit_check(group_id, generation, member_id) {
+            return answer;
+        }
         self.with_group(group_id, false, |g, now| {
             g.commit_check(generation, member_id, instance_id, now)
         })
@@ -198,6 +226,32 @@ impl Coordinator {
             .collect()
     }
 
+    /// Every KIP-848 consumer group (its members carry no metadata or
+    /// assignment bytes: the broker assigns).
+    pub fn consumer_groups(&self) -> Vec<ConsumerGroupSummary> {
+        self.consumer
+            .views()
+            .into_iter()
+            .map(|(name, view)| ConsumerGroupSummary {
+                name,
+                state: view.state.name(),
+                assignor: view.assignor,
+                members: view
+                    .members
+                    .into_iter()
+                    .map(|m| MemberSummary {
+                        member_id: m.member_id,
+                        instance_id: m.instance_id,
+                        client_id: m.client_id,
+                        client_host: m.client_host,
+                        metadata: Bytes::new(),
+                        assignment: Bytes::new(),
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
     /// The subscription metadata of the members of a group (empty when it
     /// has none), for OffsetDelete.
     pub fn member_metadata(&self, group_id: &str) -> Vec<Bytes> {
@@ -211,16 +265,52 @@ impl Coordinator {
     /// Whether the group has members or members on their way in (it
     /// cannot be deleted then).
     pub fn has_members(&self, group_id: &str) -> bool {
-        self.lock().get(group_id).is_some_and(Group::is_busy)
+        self.lock().get(group_id).is_some_and(Group::is_busy) || self.consumer.is_busy(group_id)
     }
 
     /// Forgets an Empty group (DeleteGroups); returns whether it was known.
     pub fn forget(&self, group_id: &str) -> bool {
+        if self.consumer.forget(group_id) {
+            return true;
+        }
         let mut groups = self.lock();
         match groups.get(group_id) {
             Some(g) if !g.is_busy() => groups.remove(group_id).is_some(),
             _ => false,
         }
+    }
+
+    /// ConsumerGroupHeartbeat. A classic group with members is not a
+    /// consumer group (`GROUP_ID_NOT_FOUND`, as Kafka answers); an empty
+    /// classic group becomes one, keeping its offsets.
+    pub(crate) fn consumer_heartbeat(
+        &self,
+        group_id: &str,
+        request: consumer::Heartbeat,
+        topics: consumer::Topics,
+    ) -> consumer::HeartbeatAnswer {
+        {
+            let mut groups = self.lock();
+            match groups.get(group_id) {
+                Some(g) if g.is_busy() => {
+                    return consumer::HeartbeatAnswer::error(
+                        ResponseError::GroupIdNotFound,
+                        format!("group {group_id} is a classic group"),
+                    )
+                }
+                Some(_) => {
+                    groups.remove(group_id);
+                }
+                None => {}
+            }
+        }
+        self.consumer
+            .heartbeat(group_id, request, topics, self.now())
+    }
+
+    /// The heartbeat interval KIP-848 members are told.
+    pub(crate) fn consumer_heartbeat_ms(&self) -> i32 {
+        self.limits.consumer_heartbeat_ms
     }
 
     fn with_group<T>(

@@ -11,6 +11,8 @@ const LIMITS: Limits = Limits {
     min_session_ms: 6_000,
     max_session_ms: 300_000,
     initial_delay_ms: 3_000,
+    consumer_session_ms: 45_000,
+    consumer_heartbeat_ms: 5_000,
 };
 
 fn request(member_id: &str, instance: Option<&str>, protocols: &[&str]) -> JoinRequest {

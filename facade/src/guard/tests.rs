@@ -439,6 +439,27 @@ fn sample(api: ApiKey, version: i16) -> BytesMut {
             .with_state_filters(two(name("Ongoing")))
             .with_producer_id_filters(two(ProducerId(7)))
             .encode(&mut buf, version),
+        ApiKey::ConsumerGroupHeartbeat => {
+            let owned = consumer_group_heartbeat_request::TopicPartitions::default()
+                .with_topic_id(uuid::Uuid::from_u128(9))
+                .with_partitions(two(1));
+            ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(GroupId(name("g")))
+                .with_member_id(name("m"))
+                .with_member_epoch(3)
+                .with_instance_id(Some(name("i")))
+                .with_rack_id(Some(name("r")))
+                .with_rebalance_timeout_ms(5)
+                .with_subscribed_topic_names(Some(two(topic.clone())))
+                .with_subscribed_topic_regex((version >= 1).then(|| name("t.*")))
+                .with_server_assignor(Some(name("uniform")))
+                .with_topic_partitions(Some(two(owned)))
+                .encode(&mut buf, version)
+        }
+        ApiKey::ConsumerGroupDescribe => ConsumerGroupDescribeRequest::default()
+            .with_group_ids(two(GroupId(name("g"))))
+            .with_include_authorized_operations(true)
+            .encode(&mut buf, version),
         other => panic!("no sample for {other:?}"),
     };
     result.unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));

@@ -1,7 +1,9 @@
 //! DescribeGroups: state, protocol and members of each group. A group with
 //! committed offsets and no members (a Kafka group between runs, or a
 //! native consumer group) is `Empty`; an unknown one is `Dead`, as Kafka
-//! answers.
+//! answers. A KIP-848 consumer group is not a classic group: Kafka 4
+//! describes it as `Dead` to these versions (up to 5; v6 would add
+//! `GROUP_ID_NOT_FOUND`), and clients use ConsumerGroupDescribe.
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
@@ -46,6 +48,9 @@ async fn describe(broker: &Broker, id: kafka_protocol::messages::GroupId) -> Des
     let described = DescribedGroup::default().with_group_id(id);
     if let Some(error) = broker.group_error(&name).await {
         return described.with_error_code(error.code());
+    }
+    if broker.groups.consumer.knows(&name) {
+        return described.with_group_state(StrBytes::from_static_str("Dead"));
     }
     if let Some(group) = broker.groups.describe(&name) {
         let members = group

@@ -1,6 +1,7 @@
 //! ListGroups: the groups this broker coordinates, with members or with
 //! committed offsets only (those are `Empty`, native consumer groups
-//! included), filtered by state (v4+) and type (v5+; all are `classic`).
+//! included), filtered by state (v4+) and type (v5+): KIP-848 groups are of
+//! type `consumer` (protocol type `consumer`), the others `classic`.
 
 use std::collections::HashSet;
 use storage::{Access, AclOperation};
@@ -24,19 +25,28 @@ pub(super) async fn handle(
         Ok(names) => names,
         Err(e) => return ListGroupsResponse::default().with_error_code(storage_code(&e)),
     };
-    let mut listed: Vec<(String, State, String)> = broker
+    // (id, state, protocol type, group type)
+    let mut listed: Vec<(String, &'static str, String, &'static str)> = broker
         .groups
         .list()
         .into_iter()
-        .map(|(id, g)| (id, g.state, g.protocol_type))
+        .map(|(id, g)| (id, g.state.name(), g.protocol_type, "classic"))
         .collect();
-    let with_members: HashSet<String> = listed.iter().map(|(id, _, _)| id.clone()).collect();
+    listed.extend(
+        broker
+            .groups
+            .consumer
+            .list()
+            .into_iter()
+            .map(|(id, state)| (id, state.name(), "consumer".to_owned(), "consumer")),
+    );
+    let with_members: HashSet<String> = listed.iter().map(|(id, ..)| id.clone()).collect();
     for name in names {
         if with_members.contains(&name) {
             continue;
         }
         match broker.coordinates(&name).await {
-            Ok(true) => listed.push((name, State::Empty, String::new())),
+            Ok(true) => listed.push((name, State::Empty.name(), String::new(), "classic")),
             Ok(false) => {}
             Err(e) => return ListGroupsResponse::default().with_error_code(storage_code(&e)),
         }
@@ -50,15 +60,15 @@ pub(super) async fn handle(
     let everything = access.cluster(AclOperation::Describe);
     let groups = listed
         .into_iter()
-        .filter(|(id, _, _)| everything || access.group(AclOperation::Describe, id))
-        .filter(|(_, state, _)| wanted(&request.states_filter, state.name()))
-        .filter(|_| wanted(&request.types_filter, "classic"))
-        .map(|(id, state, protocol_type)| {
+        .filter(|(id, ..)| everything || access.group(AclOperation::Describe, id))
+        .filter(|(_, state, ..)| wanted(&request.states_filter, state))
+        .filter(|(.., kind)| wanted(&request.types_filter, kind))
+        .map(|(id, state, protocol_type, kind)| {
             ListedGroup::default()
                 .with_group_id(GroupId(StrBytes::from_string(id)))
                 .with_protocol_type(StrBytes::from_string(protocol_type))
-                .with_group_state(StrBytes::from_static_str(state.name()))
-                .with_group_type(StrBytes::from_static_str("classic"))
+                .with_group_state(StrBytes::from_static_str(state))
+                .with_group_type(StrBytes::from_static_str(kind))
         })
         .collect();
     ListGroupsResponse::default().with_groups(groups)

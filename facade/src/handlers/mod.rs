@@ -9,6 +9,8 @@ mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_user_scram_credentials;
 mod api_versions;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_acls;
 mod create_partitions;
 mod create_topics;
@@ -277,6 +279,14 @@ async fn route(
                     let answer = join_group::handle(broker, version, request, caller, access).await;
                     ready(respond(api, version, correlation_id, &answer))
                 }
+                Some(RequestKind::ConsumerGroupHeartbeat(request)) => {
+                    let caller = Caller {
+                        client_id: client_id.map(|c| c.to_string()).unwrap_or_default(),
+                        host: peer.to_owned(),
+                    };
+                    let answer = consumer_group_heartbeat::handle(broker, version, request, caller, access).await;
+                    ready(respond(api, version, correlation_id, &answer))
+                }
                 Some(RequestKind::Produce(request)) => {
                     let completion = produce::handle(broker, version, request, access).await;
                     let span = tracing::Span::current();
@@ -328,6 +338,7 @@ async fn route(
         TxnOffsetCommit => txn_offset_commit,
         DescribeTransactions => describe_transactions,
         ListTransactions => list_transactions,
+        ConsumerGroupDescribe => consumer_group_describe,
     )
 }
 

@@ -27,7 +27,9 @@ pub(super) async fn handle(
         return failed(error.code());
     }
     let members = broker.groups.member_metadata(&group);
-    if members.is_empty() {
+    // A KIP-848 group's subscriptions are the broker's to know.
+    let consumers = broker.groups.consumer.subscribed_topics(&group);
+    if members.is_empty() && consumers.is_empty() {
         match broker.engine.committed_offsets(&group).await {
             Ok(offsets) if offsets.is_empty() => {
                 return failed(ResponseError::GroupIdNotFound.code())
@@ -36,7 +38,8 @@ pub(super) async fn handle(
             Err(e) => return failed(storage_code(&e)),
         }
     }
-    let subscribed: Vec<String> = members.iter().flat_map(|m| subscribed_topics(m)).collect();
+    let mut subscribed: Vec<String> = members.iter().flat_map(|m| subscribed_topics(m)).collect();
+    subscribed.extend(consumers);
     let mut topics = Vec::with_capacity(request.topics.len());
     let mut doomed = Vec::new();
     for topic in request.topics {
