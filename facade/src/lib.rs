@@ -47,6 +47,8 @@ pub mod handlers;
 mod legacy;
 pub mod listener;
 pub mod metrics;
+#[cfg(test)]
+mod noise;
 mod produce_rules;
 pub mod records;
 pub mod tls;

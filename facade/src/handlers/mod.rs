@@ -373,19 +373,13 @@ mod tests {
     #[test]
     fn arbitrary_frames_are_refused_without_panicking() {
         // A cheap deterministic generator: parse must answer every input.
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::noise::xorshift(0x2545_f491_4f6c_dd1d);
         for _ in 0..20_000 {
             let len = (next() % 64) as usize;
             let mut frame: Vec<u8> = (0..len).map(|_| next() as u8).collect();
             if frame.len() >= 4 {
                 // Aim at real APIs and versions half the time.
-                if next() % 2 == 0 {
+                if next().is_multiple_of(2) {
                     let (key, min, max) =
                         versions::SUPPORTED[(next() as usize) % versions::SUPPORTED.len()];
                     let version = min + (next() % (max - min + 1) as u64) as i16;

@@ -9,10 +9,28 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::ResponseError;
 use storage::offsets::CommittedOffset;
-use storage::{Access, AclOperation};
+use storage::{Access, AclOperation, PartitionId};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
+
+/// The partition a commit to partition `index` of topic `name` goes to, or
+/// the error code that partition answers (TxnOffsetCommit too).
+pub(super) async fn target(
+    broker: &Broker,
+    access: &Access,
+    name: &str,
+    index: i32,
+) -> Result<PartitionId, i16> {
+    if !access.topic(AclOperation::Read, name) {
+        return Err(ResponseError::TopicAuthorizationFailed.code());
+    }
+    match broker.partition_id(name, index, false).await {
+        Ok(Some(id)) => Ok(id),
+        Ok(None) => Err(ResponseError::UnknownTopicOrPartition.code()),
+        Err(e) => Err(storage_code(&e)),
+    }
+}
 
 /// Stores each partition's committed offset; errors are per partition.
 pub(super) async fn handle(
@@ -50,26 +68,17 @@ pub(super) async fn handle(
         for p in &topic.partitions {
             let mut answer =
                 OffsetCommitResponsePartition::default().with_partition_index(p.partition_index);
-            if !access.topic(AclOperation::Read, &name) {
-                answer.error_code = ResponseError::TopicAuthorizationFailed.code();
-                partitions.push(answer);
-                continue;
-            }
-            match broker.partition_id(&name, p.partition_index, false).await {
-                Ok(Some(id)) => {
-                    commits.push((
-                        id,
-                        CommittedOffset {
-                            offset: p.committed_offset,
-                            metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-                            leader_epoch: (p.committed_leader_epoch >= 0)
-                                .then_some(p.committed_leader_epoch),
-                        },
-                    ));
+            let offset = CommittedOffset {
+                offset: p.committed_offset,
+                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                leader_epoch: (p.committed_leader_epoch >= 0).then_some(p.committed_leader_epoch),
+            };
+            match target(broker, access, &name, p.partition_index).await {
+                Ok(id) => {
+                    commits.push((id, offset));
                     slots.push((topics.len(), partitions.len()));
                 }
-                Ok(None) => answer.error_code = ResponseError::UnknownTopicOrPartition.code(),
-                Err(e) => answer.error_code = storage_code(&e),
+                Err(code) => answer.error_code = code,
             }
             partitions.push(answer);
         }

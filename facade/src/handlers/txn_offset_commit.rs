@@ -12,7 +12,7 @@ use storage::producers::ProducerIdentity;
 use storage::{Access, AclOperation, ResourceType, StorageError};
 
 use crate::broker::Broker;
-use crate::error::{storage_code, txn_code};
+use crate::error::txn_code;
 
 /// Stages each partition's offset in the transaction; errors per partition.
 pub(super) async fn handle(
@@ -50,24 +50,19 @@ pub(super) async fn handle(
                 TxnOffsetCommitResponsePartition::default().with_partition_index(p.partition_index);
             if let Some(e) = refusal {
                 answer.error_code = e.code();
-            } else if !access.topic(AclOperation::Read, &name) {
-                answer.error_code = ResponseError::TopicAuthorizationFailed.code();
             } else {
-                match broker.partition_id(&name, p.partition_index, false).await {
-                    Ok(Some(id)) => {
-                        commits.push((
-                            id,
-                            CommittedOffset {
-                                offset: p.committed_offset,
-                                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-                                leader_epoch: (p.committed_leader_epoch >= 0)
-                                    .then_some(p.committed_leader_epoch),
-                            },
-                        ));
+                let offset = CommittedOffset {
+                    offset: p.committed_offset,
+                    metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                    leader_epoch: (p.committed_leader_epoch >= 0)
+                        .then_some(p.committed_leader_epoch),
+                };
+                match super::offset_commit::target(broker, access, &name, p.partition_index).await {
+                    Ok(id) => {
+                        commits.push((id, offset));
                         slots.push((topics.len(), partitions.len()));
                     }
-                    Ok(None) => answer.error_code = ResponseError::UnknownTopicOrPartition.code(),
-                    Err(e) => answer.error_code = storage_code(&e),
+                    Err(code) => answer.error_code = code,
                 }
             }
             partitions.push(answer);

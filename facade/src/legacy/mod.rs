@@ -166,13 +166,7 @@ mod tests {
 
     #[test]
     fn arbitrary_old_requests_are_refused_without_panicking() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::noise::xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
             let &(api, min, max) = &versions::LEGACY[(next() as usize) % versions::LEGACY.len()];
             let version = min + (next() % (max - min + 1) as u64) as i16;
