@@ -1,6 +1,7 @@
 //! Consumer groups and offset queries of Debian's old Go clients (sarama
-//! 1.22, built in GOPATH mode by `tests/go/sarama_group`), on both
-//! backends: two members split four partitions, what they commit is
+//! 1.22 and kafka-go 0.2, built in GOPATH mode: `tests/go/sarama_group`,
+//! `tests/go/kafka_go_group`), on both backends: two members split four
+//! partitions, what they commit is
 //! where a restarted member resumes (nothing lost, nothing read twice),
 //! offsets by time, and an out-of-range fetch and commit met with the
 //! client's reset policy.
@@ -324,8 +325,97 @@ async fn sarama_finds_offsets_by_time_and_meets_out_of_range_fetches(broker: &Br
     let _ = std::fs::remove_file(program);
 }
 
+/// Runs `readers` kafka-go readers of `group` on `topic` until `want`
+/// messages arrived and `idle_ms` more passed: the messages read per
+/// reader, as (partition, offset, value).
+fn run_kafka_go_group(
+    program: &std::path::Path,
+    kafka: &str,
+    group: &str,
+    topic: &str,
+    readers: u32,
+    (want, idle_ms): (usize, u64),
+) -> BTreeMap<u32, BTreeSet<(i32, i64, String)>> {
+    let run = std::process::Command::new(program)
+        .args([kafka, group, topic])
+        .args([readers.to_string(), want.to_string(), idle_ms.to_string()])
+        .output()
+        .expect("kafka_go_group runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "kafka_go_group {group}: {}\n{stdout}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut reads: BTreeMap<u32, BTreeSet<(i32, i64, String)>> = BTreeMap::new();
+    for line in stdout.lines() {
+        let words: Vec<&str> = line.split(' ').collect();
+        assert_eq!(words.len(), 5, "unexpected line {line:?}");
+        let message = (
+            words[2].parse().expect("partition"),
+            words[3].parse().expect("offset"),
+            words[4].to_owned(),
+        );
+        let reader = words[1].parse().expect("reader");
+        assert!(
+            reads.entry(reader).or_default().insert(message),
+            "read twice: {line}\n{stdout}"
+        );
+    }
+    reads
+}
+
+async fn kafka_go_readers_split_four_partitions_and_resume_from_commits(broker: &Broker) {
+    let program = go_program(
+        "kafka_go_group",
+        "github.com/segmentio/kafka-go",
+        "golang-github-segmentio-kafka-go-dev",
+    );
+    create_topic(&broker.kafka, "payments", 4).await;
+    produce_numbered(&broker.kafka, "payments", "first", 8, 4).await;
+
+    let reads = tokio::task::block_in_place(|| {
+        run_kafka_go_group(&program, &broker.kafka, "ledger", "payments", 2, (8, 1000))
+    });
+    // Two readers, two whole partitions each, every message once.
+    assert_eq!(reads.len(), 2, "{reads:?}");
+    let partitions =
+        |r: &BTreeSet<(i32, i64, String)>| -> BTreeSet<i32> { r.iter().map(|m| m.0).collect() };
+    for r in reads.values() {
+        assert_eq!(partitions(r).len(), 2, "an even split: {reads:?}");
+    }
+    let all: BTreeSet<_> = reads.values().flatten().cloned().collect();
+    let expected: BTreeSet<_> = (0..8)
+        .map(|n| (n % 4, i64::from(n / 4), format!("first-{n}")))
+        .collect();
+    assert_eq!(all, expected);
+    assert_eq!(reads.values().map(BTreeSet::len).sum::<usize>(), 8);
+    let read_by = tokio::task::block_in_place(|| committed(broker, "ledger", "payments"));
+    assert_eq!(read_by, [2, 2, 2, 2]);
+
+    // A restarted reader continues from the commits.
+    produce_numbered(&broker.kafka, "payments", "second", 4, 4).await;
+    let resumed = tokio::task::block_in_place(|| {
+        run_kafka_go_group(&program, &broker.kafka, "ledger", "payments", 1, (4, 1500))
+    });
+    let expected: BTreeSet<_> = (0..4).map(|n| (n, 2, format!("second-{n}"))).collect();
+    assert_eq!(
+        resumed.get(&1),
+        Some(&expected),
+        "nothing lost, nothing twice"
+    );
+    let read_by = tokio::task::block_in_place(|| committed(broker, "ledger", "payments"));
+    assert_eq!(read_by, [3, 3, 3, 3]);
+    // kafka-go 0.2 commits with OffsetCommit v2 and joins with v1.
+    for (api, version) in [("JoinGroup", 1), ("OffsetCommit", 2), ("OffsetFetch", 1)] {
+        assert!(spoken(broker, api, version).await, "no {api} v{version}");
+    }
+    let _ = std::fs::remove_file(program);
+}
+
 support::broker_scenarios!(&[];
     sarama_members_split_four_partitions_and_resume_from_commits,
     sarama_resets_an_out_of_range_commit_by_its_policy,
     sarama_finds_offsets_by_time_and_meets_out_of_range_fetches,
+    kafka_go_readers_split_four_partitions_and_resume_from_commits,
 );
