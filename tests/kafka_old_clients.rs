@@ -9,12 +9,14 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
+use serde_json::{json, Value};
+use support::burrow::Burrow;
 use support::go::{go_program, spoken};
 use support::kafka::{create_topic, produce_numbered};
 use support::Broker;
@@ -413,9 +415,48 @@ async fn kafka_go_readers_split_four_partitions_and_resume_from_commits(broker: 
     let _ = std::fs::remove_file(program);
 }
 
+/// Polls Burrow's `path` until `field` of its answer is `expected`, for
+/// up to 30 s.
+async fn burrow_until(burrow: &Burrow, path: &str, field: &str, expected: Value) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = burrow.get(path).await;
+        if answer[field] == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Burrow's {path} still answers {answer}, not {field}: {expected}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn burrow_reads_the_brokers_topics_and_high_watermarks(broker: &Broker) {
+    create_topic(&broker.kafka, "watched", 4).await;
+    produce_numbered(&broker.kafka, "watched", "w", 8, 4).await;
+    let burrow = tokio::task::block_in_place(|| Burrow::start(&broker.kafka));
+    burrow_until(&burrow, "/v3/kafka", "clusters", json!(["queen"])).await;
+    let topics = burrow.get("/v3/kafka/queen/topic").await;
+    assert!(
+        topics["topics"]
+            .as_array()
+            .is_some_and(|t| t.contains(&json!("watched"))),
+        "{topics}"
+    );
+    // Each partition's high watermark, through Metadata and ListOffsets v1
+    // as Burrow's sarama asks for them, and followed as records arrive.
+    let path = "/v3/kafka/queen/topic/watched";
+    burrow_until(&burrow, path, "offsets", json!([2, 2, 2, 2])).await;
+    produce_numbered(&broker.kafka, "watched", "x", 3, 4).await;
+    burrow_until(&burrow, path, "offsets", json!([3, 3, 3, 2])).await;
+    assert!(spoken(broker, "ListOffsets", 1).await, "no ListOffsets v1");
+}
+
 support::broker_scenarios!(&[];
     sarama_members_split_four_partitions_and_resume_from_commits,
     sarama_resets_an_out_of_range_commit_by_its_policy,
     sarama_finds_offsets_by_time_and_meets_out_of_range_fetches,
     kafka_go_readers_split_four_partitions_and_resume_from_commits,
+    burrow_reads_the_brokers_topics_and_high_watermarks,
 );
