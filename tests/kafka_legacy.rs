@@ -20,6 +20,7 @@ use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::Value;
+use support::go::{go_program, spoken};
 use support::security::Raw;
 use support::Broker;
 
@@ -651,35 +652,6 @@ async fn old_epoch_config_and_acl_versions_are_served(broker: &Broker) {
     assert_eq!(&answer[..], &expected[..], "DeleteAcls v0");
 }
 
-/// Builds the Go program `tests/go/{name}` against Debian's packaged
-/// sources in GOPATH mode (no module download); `package` is the Debian
-/// package holding `sources`, named when they are missing.
-fn go_program(name: &str, sources: &str, package: &str) -> std::path::PathBuf {
-    let sources = format!("/usr/share/gocode/src/{sources}");
-    assert!(
-        std::path::Path::new(&sources).is_dir(),
-        "{sources} is missing: install golang-go and {package} (scripts/setup does)"
-    );
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("legacy-go");
-    let binary = out.join(format!("{name}-{}", std::process::id()));
-    let built = std::process::Command::new("go")
-        .args(["build", "-o"])
-        .arg(&binary)
-        .arg(".")
-        .current_dir(format!("{}/tests/go/{name}", env!("CARGO_MANIFEST_DIR")))
-        .env("GO111MODULE", "off")
-        .env("GOPATH", "/usr/share/gocode")
-        .env("GOCACHE", out.join("cache"))
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run go ({e}): install golang-go (scripts/setup does)"));
-    assert!(
-        built.status.success(),
-        "building {name} failed:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    binary
-}
-
 /// Every record of partition 0 of `topic` as rdkafka reads it, one line
 /// each: "offset key value timestamp-ms" (-1: none).
 fn rdkafka_lines(broker: &Broker, topic: &str, count: usize) -> String {
@@ -712,18 +684,6 @@ fn rdkafka_lines(broker: &Broker, topic: &str, count: usize) -> String {
         }
     }
     read
-}
-
-/// Whether the broker counted a request of `api` at `version`.
-async fn spoken(broker: &Broker, api: &str, version: i16) -> bool {
-    let metrics = reqwest::get(format!("{}/metrics", broker.http))
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
-    let series = format!("queen_kafka_requests_total{{api=\"{api}\",version=\"{version}\"}}");
-    metrics.lines().any(|l| l.starts_with(&series))
 }
 
 async fn sarama_1_22_produces_and_consumes_with_every_codec(broker: &Broker) {

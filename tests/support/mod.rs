@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod burrow;
+pub(crate) mod go;
 pub(crate) mod kafka;
 pub(crate) mod pki;
 pub(crate) mod python;
