@@ -16,7 +16,12 @@ pub(crate) fn go_program(name: &str, sources: &str, package: &str) -> PathBuf {
         "{sources} is missing: install golang-go and {package} (scripts/setup does)"
     );
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("legacy-go");
-    let binary = out.join(format!("{name}-{}", std::process::id()));
+    // One binary per call: `cargo test` runs a file's tests (both
+    // backends) as threads of one process, which must not build into, or
+    // run from, the same path at once.
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let binary = out.join(format!("{name}-{}-{build}", std::process::id()));
     let built = std::process::Command::new("go")
         .args(["build", "-o"])
         .arg(&binary)
