@@ -150,6 +150,26 @@ fn fetch_body(version: i16, topic: &str, offset: i64) -> Vec<u8> {
 /// The Fetch v`version` answer of partition 0 of `topic` holding
 /// `records` from offset 0: magic 0 (no timestamps) for v0–v1, magic 1
 /// for v2–v3.
+/// Fetch v0–v3 of partition 0 of `topic` from offset 0 (correlation ids
+/// from `first`) each answer exactly `records`, down-converted.
+fn fetches_read_from_the_start(raw: &mut Raw, topic: &str, first: i32, records: &[Rec]) {
+    for version in 0..=3 {
+        let correlation = first + i32::from(version);
+        let answer = exchange(
+            raw,
+            ApiKey::Fetch,
+            version,
+            correlation,
+            &fetch_body(version, topic, 0),
+        );
+        assert_eq!(
+            &answer[..],
+            &fetch_answer(correlation, version, topic, records)[..],
+            "Fetch v{version}"
+        );
+    }
+}
+
 fn fetch_answer(correlation: i32, version: i16, topic: &str, records: &[Rec]) -> Vec<u8> {
     let magic = if version >= 2 { 1 } else { 0 };
     let set: Vec<u8> = records
@@ -256,21 +276,7 @@ async fn old_produce_versions_answer_and_store_byte_for_byte(broker: &Broker) {
     );
 
     // Every Fetch version reads the same four records back, down-converted.
-    for version in 0..=3 {
-        let correlation = 20 + i32::from(version);
-        let answer = exchange(
-            &mut raw,
-            ApiKey::Fetch,
-            version,
-            correlation,
-            &fetch_body(version, topic, 0),
-        );
-        assert_eq!(
-            &answer[..],
-            &fetch_answer(correlation, version, topic, &PRODUCED)[..],
-            "Fetch v{version}"
-        );
-    }
+    fetches_read_from_the_start(&mut raw, topic, 20, &PRODUCED);
 
     // rdkafka reads them with their keys, values and timestamps.
     let consumer: BaseConsumer = ClientConfig::new()
@@ -377,21 +383,7 @@ async fn rdkafka_records_read_back_through_old_fetches(broker: &Broker) {
             .unwrap_or_else(|(e, _)| panic!("produce failed: {e}"));
     }
     let mut raw = Raw::connect(&broker.kafka);
-    for version in 0..=3 {
-        let correlation = 30 + i32::from(version);
-        let answer = exchange(
-            &mut raw,
-            ApiKey::Fetch,
-            version,
-            correlation,
-            &fetch_body(version, topic, 0),
-        );
-        assert_eq!(
-            &answer[..],
-            &fetch_answer(correlation, version, topic, &SENT)[..],
-            "Fetch v{version}"
-        );
-    }
+    fetches_read_from_the_start(&mut raw, topic, 30, &SENT);
     // From the middle, messages carry their absolute offsets.
     let answer = exchange(&mut raw, ApiKey::Fetch, 2, 40, &fetch_body(2, topic, 2));
     let (key, value, ts) = SENT[2];

@@ -324,7 +324,7 @@ pub const TRANSACTION_ID_HEADER: &str = "queen-transaction-id";
 pub const TRACE_ID_HEADER: &str = "queen-trace-id";
 
 /// The transaction of a stored message, if it has one.
-fn txn_of(m: &StoredMessage) -> Option<TxnMark> {
+pub(crate) fn txn_of(m: &StoredMessage) -> Option<TxnMark> {
     match &m.record.content {
         Content::Kafka(k) => k.txn,
         Content::Json(_) => None,

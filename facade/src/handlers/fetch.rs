@@ -22,7 +22,7 @@ use kafka_protocol::messages::fetch_response::{
 };
 use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, ProducerId, TopicName};
 use kafka_protocol::ResponseError;
-use storage::{Content, PartitionId, StorageError, StoredMessage};
+use storage::{PartitionId, StorageError, StoredMessage};
 use telemetry::{Door, TRAFFIC};
 use uuid::Uuid;
 
@@ -234,8 +234,7 @@ async fn read_one(
         messages.retain(|m| m.offset < upper);
         (records, count) = encode_within(&messages, budget);
         // Only records of a transaction can be of an aborted one.
-        let transactional =
-            |m: &StoredMessage| matches!(&m.record.content, Content::Kafka(k) if k.txn.is_some());
+        let transactional = |m: &StoredMessage| crate::records::txn_of(m).is_some();
         if read_committed && messages[..count].iter().any(transactional) {
             let end = messages[count - 1].offset + 1;
             let aborted = broker

@@ -2,37 +2,30 @@
 //! offset and aborted ranges, and offsets committed in a transaction, all
 //! in the database (a new engine on it answers the same).
 
-use bytes::Bytes;
 use storage::offsets::CommittedOffset;
 use storage::producers::{ProducerBatch, ProducerIdentity};
 use storage::record::{Marker, TxnMark};
 use storage::transactions::{AbortedTxn, TxnError, TxnState};
-use storage::{Content, Engine, KafkaRecord, PartitionId, Record, StorageError};
+use storage::{Content, Engine, PartitionId, Record, StorageError};
 
 use crate::log::one_partition_topic;
 use crate::support::Db;
 
-/// `n` records of a transactional producer.
+/// `n` records of a transactional producer: an idempotent producer's,
+/// marked with the transaction.
 fn records(producer: ProducerIdentity, n: usize) -> Vec<Record> {
-    (0..n)
-        .map(|i| Record {
-            message_id: storage::new_message_id(),
-            transaction_id: None,
-            trace_id: None,
-            producer_sub: None,
-            content: Content::Kafka(KafkaRecord {
-                key: None,
-                value: Some(Bytes::from(i.to_string())),
-                headers: Vec::new(),
-                timestamp_ms: 1,
-                txn: Some(TxnMark {
-                    producer_id: producer.id,
-                    epoch: producer.epoch,
-                    marker: None,
-                }),
-            }),
-        })
-        .collect()
+    let mark = TxnMark {
+        producer_id: producer.id,
+        epoch: producer.epoch,
+        marker: None,
+    };
+    let mut records = crate::producers::records(n);
+    for record in &mut records {
+        if let Content::Kafka(k) = &mut record.content {
+            k.txn = Some(mark);
+        }
+    }
+    records
 }
 
 /// Appends a transactional batch of `n` records at sequence `seq`.

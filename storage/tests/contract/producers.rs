@@ -9,7 +9,8 @@ use storage::{Content, Engine, KafkaRecord, Record, StorageError};
 use crate::log::one_partition_topic;
 use crate::support::Db;
 
-fn records(n: usize) -> Vec<Record> {
+/// `n` Kafka records with values `0`, `1`, …
+pub(crate) fn records(n: usize) -> Vec<Record> {
     (0..n)
         .map(|i| Record {
             message_id: storage::new_message_id(),
