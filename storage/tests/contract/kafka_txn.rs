@@ -11,15 +11,13 @@ use storage::{Content, Engine, PartitionId, Record, StorageError};
 use crate::log::one_partition_topic;
 use crate::support::Db;
 
-/// `n` records of a transactional producer: an idempotent producer's,
-/// marked with the transaction.
-fn records(producer: ProducerIdentity, n: usize) -> Vec<Record> {
+/// `records` marked as a transactional producer's.
+pub(crate) fn marked(producer: ProducerIdentity, mut records: Vec<Record>) -> Vec<Record> {
     let mark = TxnMark {
         producer_id: producer.id,
         epoch: producer.epoch,
         marker: None,
     };
-    let mut records = crate::producers::records(n);
     for record in &mut records {
         if let Content::Kafka(k) = &mut record.content {
             k.txn = Some(mark);
@@ -37,6 +35,19 @@ async fn send(
     seq: i32,
     n: usize,
 ) -> Result<i64, StorageError> {
+    let records = marked(producer, crate::producers::records(n));
+    send_records(engine, queue, partition, producer, seq, records).await
+}
+
+/// Appends `records` as a transactional batch at sequence `seq`.
+pub(crate) async fn send_records(
+    engine: &Engine,
+    queue: &str,
+    partition: PartitionId,
+    producer: ProducerIdentity,
+    seq: i32,
+    records: Vec<Record>,
+) -> Result<i64, StorageError> {
     let batch = ProducerBatch {
         producer_id: producer.id,
         epoch: producer.epoch,
@@ -44,7 +55,7 @@ async fn send(
         transactional: true,
     };
     engine
-        .start_append(queue, partition, records(producer, n), Some(batch))
+        .start_append(queue, partition, records, Some(batch))
         .await?
         .offset()
         .await
