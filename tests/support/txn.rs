@@ -11,7 +11,7 @@ use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse, 
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{BaseRecord, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::{Message, Offset, TopicPartitionList};
 
 use super::kafka::call;
