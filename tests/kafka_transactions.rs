@@ -403,6 +403,28 @@ async fn transactions_are_described_and_listed(broker: &Broker) {
         );
         producer.commit_transaction(WAIT).expect("commit");
         assert_eq!(list(&["CompleteCommit"]).0, strings(&["described"]));
+
+        // v2: the whole id must match the pattern; a bad one is refused.
+        let by_pattern = |pattern: &str| {
+            let request = ListTransactionsRequest::default()
+                .with_duration_filter(-1)
+                .with_transactional_id_pattern(Some(StrBytes::from_string(pattern.to_owned())));
+            let answer: ListTransactionsResponse =
+                call(kafka, ApiKey::ListTransactions, 2, &request);
+            let ids: Vec<String> = answer
+                .transaction_states
+                .iter()
+                .map(|t| t.transactional_id.to_string())
+                .collect();
+            (answer.error_code, ids)
+        };
+        assert_eq!(by_pattern("desc.*"), (0, strings(&["described"])));
+        assert_eq!(by_pattern("desc"), (0, vec![]), "a whole-id match");
+        assert_eq!(by_pattern(""), (0, strings(&["described"])), "empty: all");
+        assert_eq!(
+            by_pattern("(unclosed"),
+            (ResponseError::InvalidRegularExpression.code(), vec![])
+        );
     })
     .await;
 }
