@@ -61,6 +61,67 @@ pub(crate) async fn send_records(
         .await
 }
 
+/// A transactional producer writing to one partition.
+pub(crate) struct Writer<'a> {
+    engine: &'a Engine,
+    queue: &'a str,
+    partition: PartitionId,
+    tid: &'a str,
+    pub me: ProducerIdentity,
+    seq: i32,
+}
+
+impl<'a> Writer<'a> {
+    pub(crate) async fn new(
+        engine: &'a Engine,
+        queue: &'a str,
+        partition: PartitionId,
+        tid: &'a str,
+    ) -> Self {
+        let me = engine
+            .init_transactional_producer(tid, 60_000, None)
+            .await
+            .expect("init");
+        Self {
+            engine,
+            queue,
+            partition,
+            tid,
+            me,
+            seq: 0,
+        }
+    }
+
+    /// Sends `records` in the ongoing transaction (started if need be);
+    /// returns the offset of the first.
+    pub(crate) async fn send(&mut self, records: Vec<Record>) -> i64 {
+        self.engine
+            .add_partitions_to_txn(self.tid, self.me, &[self.partition], false)
+            .await
+            .expect("added");
+        let n = records.len() as i32;
+        let offset = send_records(
+            self.engine,
+            self.queue,
+            self.partition,
+            self.me,
+            self.seq,
+            marked(self.me, records),
+        )
+        .await
+        .expect("sent");
+        self.seq += n;
+        offset
+    }
+
+    pub(crate) async fn end(&self, commit: bool) {
+        self.engine
+            .end_txn(self.tid, self.me, commit)
+            .await
+            .expect("ended");
+    }
+}
+
 /// The marker stored at `offset`, if a marker is stored there.
 async fn marker_at(engine: &Engine, partition: PartitionId, offset: i64) -> Option<Marker> {
     let read = engine

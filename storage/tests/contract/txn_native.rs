@@ -6,35 +6,17 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
-use storage::producers::ProducerIdentity;
-use storage::{
-    AckItem, AckRefusal, AckStatus, Content, Engine, KafkaRecord, PartitionId, PopRequest, Record,
-};
+use storage::{AckItem, AckRefusal, AckStatus, Content, Engine, PartitionId, PopRequest, Record};
 
 use crate::consume::{acks, dead_letters, txns};
-use crate::kafka_txn::{marked, send_records};
+use crate::kafka_txn::Writer;
 use crate::log::one_partition_topic;
+use crate::retention::keyed;
 use crate::support::Db;
 
-/// Kafka records whose values are `values`.
+/// Kafka records without keys whose values are `values`.
 fn kafka_records(values: &[&str]) -> Vec<Record> {
-    values
-        .iter()
-        .map(|v| Record {
-            message_id: storage::new_message_id(),
-            transaction_id: None,
-            trace_id: None,
-            producer_sub: None,
-            content: Content::Kafka(KafkaRecord {
-                key: None,
-                value: Some(Bytes::copy_from_slice(v.as_bytes())),
-                headers: Vec::new(),
-                timestamp_ms: 1,
-                txn: None,
-            }),
-        })
-        .collect()
+    values.iter().map(|v| keyed(None, Some(v))).collect()
 }
 
 /// The values of a pop's messages, in order.
@@ -49,46 +31,6 @@ fn values(outcome: &storage::PopOutcome) -> Vec<String> {
             Content::Json(j) => j.clone(),
         })
         .collect()
-}
-
-/// A producer's transactions on one partition, with its sequence.
-struct Txns<'a> {
-    engine: &'a Engine,
-    queue: &'a str,
-    partition: PartitionId,
-    tid: &'a str,
-    me: ProducerIdentity,
-    seq: i32,
-}
-
-impl Txns<'_> {
-    /// Sends `values` in the (possibly new) ongoing transaction.
-    async fn send(&mut self, values: &[&str]) -> i64 {
-        self.engine
-            .add_partitions_to_txn(self.tid, self.me, &[self.partition], false)
-            .await
-            .expect("added");
-        let records = marked(self.me, kafka_records(values));
-        let offset = send_records(
-            self.engine,
-            self.queue,
-            self.partition,
-            self.me,
-            self.seq,
-            records,
-        )
-        .await
-        .expect("sent");
-        self.seq += values.len() as i32;
-        offset
-    }
-
-    async fn end(&self, commit: bool) {
-        self.engine
-            .end_txn(self.tid, self.me, commit)
-            .await
-            .expect("ended");
-    }
 }
 
 fn request(queue: &str, group: &str, auto_ack: bool) -> PopRequest {
@@ -123,28 +65,17 @@ pub(crate) async fn pops_see_committed_records_only(db: &Db) {
     let engine = db.engine().await;
     let queue = "mixed";
     let p = one_partition_topic(&engine, queue).await;
-    let me = engine
-        .init_transactional_producer("app", 60_000, None)
-        .await
-        .expect("init");
-    let mut txn = Txns {
-        engine: &engine,
-        queue,
-        partition: p,
-        tid: "app",
-        me,
-        seq: 0,
-    };
+    let mut txn = Writer::new(&engine, queue, p, "app").await;
     // n0 | c1 c2 commit | a1 a2 abort | c3 (open) | n1
     engine
         .append_records(queue, p, kafka_records(&["n0"]))
         .await
         .expect("plain");
-    assert_eq!(txn.send(&["c1", "c2"]).await, 1);
+    assert_eq!(txn.send(kafka_records(&["c1", "c2"])).await, 1);
     txn.end(true).await;
-    assert_eq!(txn.send(&["a1", "a2"]).await, 4);
+    assert_eq!(txn.send(kafka_records(&["a1", "a2"])).await, 4);
     txn.end(false).await;
-    assert_eq!(txn.send(&["c3"]).await, 7);
+    assert_eq!(txn.send(kafka_records(&["c3"])).await, 7);
     engine
         .append_records(queue, p, kafka_records(&["n1"]))
         .await
@@ -236,25 +167,14 @@ pub(crate) async fn a_group_shared_with_kafka_continues_past_aborted_records(db:
     let engine = db.engine().await;
     let queue = "shared";
     let p = one_partition_topic(&engine, queue).await;
-    let me = engine
-        .init_transactional_producer("writer", 60_000, None)
-        .await
-        .expect("init");
-    let mut txn = Txns {
-        engine: &engine,
-        queue,
-        partition: p,
-        tid: "writer",
-        me,
-        seq: 0,
-    };
+    let mut txn = Writer::new(&engine, queue, p, "writer").await;
     // A whole batch of aborted records, longer than a pop's batch, then
     // committed ones: a pop of 2 skips them all and still delivers.
     for _ in 0..3 {
-        txn.send(&["x1", "x2", "x3"]).await;
+        txn.send(kafka_records(&["x1", "x2", "x3"])).await;
         txn.end(false).await;
     }
-    txn.send(&["k1", "k2", "k3"]).await;
+    txn.send(kafka_records(&["k1", "k2", "k3"])).await;
     txn.end(true).await;
     // A Kafka consumer of the group committed inside the aborted records.
     engine

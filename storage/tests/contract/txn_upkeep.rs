@@ -4,68 +4,13 @@
 //! forgets its transactions' rows.
 
 use storage::offsets::CommittedOffset;
-use storage::producers::ProducerIdentity;
 use storage::transactions::AbortedTxn;
-use storage::{Engine, PartitionId, Record};
+use storage::{Engine, PartitionId};
 
-use crate::kafka_txn::{marked, send_records};
+use crate::kafka_txn::Writer;
 use crate::log::one_partition_topic;
 use crate::retention::{compact, compacted_topic, keyed, values};
 use crate::support::Db;
-
-/// A transactional producer writing to one partition.
-struct Writer<'a> {
-    engine: &'a Engine,
-    queue: &'a str,
-    partition: PartitionId,
-    tid: &'a str,
-    me: ProducerIdentity,
-    seq: i32,
-}
-
-impl<'a> Writer<'a> {
-    async fn new(engine: &'a Engine, queue: &'a str, partition: PartitionId, tid: &'a str) -> Self {
-        let me = engine
-            .init_transactional_producer(tid, 60_000, None)
-            .await
-            .expect("init");
-        Self {
-            engine,
-            queue,
-            partition,
-            tid,
-            me,
-            seq: 0,
-        }
-    }
-
-    /// Sends `records` in the ongoing transaction (started if need be).
-    async fn send(&mut self, records: Vec<Record>) {
-        self.engine
-            .add_partitions_to_txn(self.tid, self.me, &[self.partition], false)
-            .await
-            .expect("added");
-        let n = records.len() as i32;
-        send_records(
-            self.engine,
-            self.queue,
-            self.partition,
-            self.me,
-            self.seq,
-            marked(self.me, records),
-        )
-        .await
-        .expect("sent");
-        self.seq += n;
-    }
-
-    async fn end(&self, commit: bool) {
-        self.engine
-            .end_txn(self.tid, self.me, commit)
-            .await
-            .expect("ended");
-    }
-}
 
 async fn offsets(engine: &Engine, p: PartitionId) -> Vec<i64> {
     values(engine, p, 0)
