@@ -17,6 +17,10 @@
 //! one request per partition at a time, so `--max-in-flight 1` without it
 //! shows what that alone costs); `--repeat N` times the produce N times (each
 //! into a topic of its own) and reports the median, for a noisy machine.
+//! `--transaction-size N` produces with a `transactional.id`, N records per
+//! transaction (Kafka transactions); `--isolation read_committed` consumes
+//! at that isolation level; `--throughput-only true` skips the group and
+//! latency runs.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -38,6 +42,8 @@ struct Args {
     mode: Mode,
     repeat: usize,
     partitions: Vec<i32>,
+    isolation: String,
+    throughput_only: bool,
 }
 
 /// How the timed producer sends: with or without idempotence, and with
@@ -46,11 +52,16 @@ struct Args {
 struct Mode {
     idempotent: bool,
     max_in_flight: Option<u32>,
+    /// Records per Kafka transaction; 0 produces without transactions.
+    transaction_size: usize,
 }
 
 impl std::fmt::Display for Mode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "idempotent {}", self.idempotent)?;
+        match self.transaction_size {
+            0 => write!(f, "idempotent {}", self.idempotent)?,
+            n => write!(f, "transactions of {n}")?,
+        }
         match self.max_in_flight {
             Some(n) => write!(f, ", max.in.flight {n}"),
             None => Ok(()),
@@ -69,12 +80,15 @@ fn args() -> Args {
                 0 => None,
                 n => Some(n),
             },
+            transaction_size: flags.get("transaction-size", 0),
         },
         repeat: flags.get("repeat", 1).max(1),
         partitions: match flags.get("partitions", 0) {
             0 => vec![1, 8],
             n => vec![n],
         },
+        isolation: flags.get("isolation", "read_uncommitted".to_owned()),
+        throughput_only: flags.get("throughput-only", false),
     }
 }
 
@@ -90,10 +104,22 @@ fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: 
     if let Some(n) = mode.max_in_flight {
         config.set("max.in.flight", n.to_string());
     }
+    let transactional = mode.transaction_size > 0;
+    if transactional {
+        config.set("transactional.id", format!("bench-{topic}"));
+    }
     let producer: ThreadedProducer<DefaultProducerContext> = common::bulk_producer(&mut config)
-        .set("enable.idempotence", mode.idempotent.to_string())
+        .set(
+            "enable.idempotence",
+            (mode.idempotent || transactional).to_string(),
+        )
         .create()
         .expect("producer");
+    let wait = Duration::from_secs(300);
+    if transactional {
+        producer.init_transactions(wait).expect("init_transactions");
+        producer.begin_transaction().expect("begin");
+    }
     let payload = [b'x'; 100];
     // One record first, untimed: the connection and, with idempotence, the
     // producer id (librdkafka asks for it ~0.5 s after start, once a broker
@@ -106,22 +132,35 @@ fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: 
         )
         .map_err(|(e, _)| e)
         .expect("warm-up record");
-    producer.flush(Duration::from_secs(30)).expect("warm-up");
+    match transactional {
+        true => producer.commit_transaction(wait).expect("warm-up"),
+        false => producer.flush(Duration::from_secs(30)).expect("warm-up"),
+    }
     let started = Instant::now();
     for i in 0..records {
+        if transactional && i % mode.transaction_size == 0 {
+            if i > 0 {
+                producer.commit_transaction(wait).expect("commit");
+            }
+            producer.begin_transaction().expect("begin");
+        }
         let partition = (i % partitions as usize) as i32;
         let record = BaseRecord::<(), [u8]>::to(topic)
             .payload(&payload[..])
             .partition(partition);
         common::send_queued(&producer, record);
     }
-    producer.flush(Duration::from_secs(300)).expect("flush");
+    match transactional {
+        true => producer.commit_transaction(wait).expect("commit"),
+        false => producer.flush(wait).expect("flush"),
+    }
     started.elapsed().as_secs_f64()
 }
 
-fn consume(broker: &Broker, topic: &str, partitions: i32, records: usize) -> f64 {
+fn consume(broker: &Broker, topic: &str, partitions: i32, records: usize, isolation: &str) -> f64 {
     let consumer: BaseConsumer = client(broker)
         .set("group.id", "bench-no-commits")
+        .set("isolation.level", isolation)
         .set("enable.auto.commit", "false")
         .set("queued.max.messages.kbytes", "1048576")
         .create()
@@ -279,6 +318,8 @@ async fn main() {
             let label = backend.clone();
             let mode = args.mode;
             let repeat = args.repeat;
+            let isolation = args.isolation.clone();
+            let throughput_only = args.throughput_only;
             let broker = tokio::task::spawn_blocking(move || {
                 let backend = label;
                 let mut runs: Vec<f64> = (0..repeat)
@@ -295,17 +336,17 @@ async fn main() {
                 }
                 let after_produce = peak_rss_mib(broker.child.id());
                 let topic = topic(repeat - 1);
-                let consumed = consume(&broker, &topic, partitions, n);
+                let consumed = consume(&broker, &topic, partitions, n, &isolation);
                 let mb = (n * 100) as f64 / 1e6;
                 println!(
-                    "{backend:8} partitions {partitions} {mode}: produce {:>9.0} rec/s {:6.1} MB/s | consume {:>9.0} rec/s {:6.1} MB/s | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB)",
+                    "{backend:8} partitions {partitions} {mode}: produce {:>9.0} rec/s {:6.1} MB/s | consume ({isolation}) {:>9.0} rec/s {:6.1} MB/s | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB)",
                     n as f64 / produced,
                     mb / produced,
                     n as f64 / consumed,
                     mb / consumed,
                     peak_rss_mib(broker.child.id()),
                 );
-                if partitions == 8 {
+                if partitions == 8 && !throughput_only {
                     for protocol in ["classic", "consumer"] {
                         let (joined, took) = group_consume(&broker, &topic, n, protocol);
                         println!(
@@ -319,7 +360,7 @@ async fn main() {
             })
             .await
             .expect("bench thread");
-            if partitions == 1 {
+            if partitions == 1 && !throughput_only {
                 let broker = tokio::task::spawn_blocking(move || {
                     let (p50, p99) = latency(&broker, LATENCY_TOPIC);
                     println!("{backend:8} end-to-end latency at 2,000 records/s: p50 {p50:?}, p99 {p99:?}");

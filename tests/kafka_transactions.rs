@@ -18,144 +18,22 @@ use std::time::{Duration, Instant};
 use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
 };
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, DescribeTransactionsRequest,
     DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse, FindCoordinatorRequest,
     FindCoordinatorResponse, GroupId, InitProducerIdRequest, InitProducerIdResponse,
-    ListOffsetsRequest, ListOffsetsResponse, ListTransactionsRequest, ListTransactionsResponse,
-    OffsetFetchRequest, OffsetFetchResponse, ProducerId, TopicName, TransactionalId,
+    ListTransactionsRequest, ListTransactionsResponse, OffsetFetchRequest, OffsetFetchResponse,
+    ProducerId, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
-
-/// A producer that serves its delivery reports on its own thread, as
-/// librdkafka's transactional calls need.
-type TxnProducer = ThreadedProducer<rdkafka::producer::DefaultProducerContext>;
-use rdkafka::{Message, Offset, TopicPartitionList};
+use rdkafka::producer::Producer;
+use rdkafka::{Offset, TopicPartitionList};
 use support::kafka::{call, create_topic};
+use support::txn::{client, latest, read_all, send, transactional, TxnProducer, WAIT};
 use support::{broker_scenarios, Broker};
-
-const WAIT: Duration = Duration::from_secs(30);
-
-fn client(kafka: &str) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", kafka)
-        .set("broker.address.family", "v4");
-    c
-}
-
-/// A transactional producer with `id`, its transactions initialised.
-fn transactional(kafka: &str, id: &str) -> TxnProducer {
-    let producer: TxnProducer = client(kafka)
-        .set("transactional.id", id)
-        .set("linger.ms", "5")
-        .set("transaction.timeout.ms", "60000")
-        .create()
-        .expect("producer");
-    producer.init_transactions(WAIT).expect("init_transactions");
-    producer
-}
-
-/// Queues `value` to `topic`/`partition` (sent by the next flush or commit).
-fn send(producer: &TxnProducer, topic: &str, partition: i32, value: &str) {
-    producer
-        .send(
-            BaseRecord::<(), str>::to(topic)
-                .partition(partition)
-                .payload(value),
-        )
-        .map_err(|(e, _)| e)
-        .expect("queued");
-}
-
-/// Every value of `partitions` from the beginning, in partition order, as a
-/// consumer at `isolation` reads them, with its final position on each
-/// partition: read until every position reaches the partition's end as
-/// ListOffsets tells it at that isolation level (the last stable offset
-/// for read_committed), so the positions must move past aborted records
-/// and markers.
-fn read_all(
-    kafka: &str,
-    partitions: &[(&str, i32)],
-    isolation: &str,
-) -> (Vec<String>, BTreeMap<(String, i32), i64>) {
-    let level = i8::from(isolation == "read_committed");
-    let ends: BTreeMap<(String, i32), i64> = partitions
-        .iter()
-        .map(|(t, p)| ((t.to_string(), *p), latest(kafka, t, *p, level)))
-        .collect();
-    let consumer: BaseConsumer = client(kafka)
-        .set("group.id", "readers")
-        .set("enable.auto.commit", "false")
-        .set("isolation.level", isolation)
-        .set("fetch.wait.max.ms", "100")
-        .create()
-        .expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for (topic, p) in partitions {
-        tpl.add_partition_offset(topic, *p, Offset::Beginning)
-            .expect("partition");
-    }
-    consumer.assign(&tpl).expect("assigned");
-    let mut values: BTreeMap<(String, i32), Vec<String>> = BTreeMap::new();
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let positions: BTreeMap<(String, i32), i64> = consumer
-            .position()
-            .expect("position")
-            .elements()
-            .iter()
-            .map(|e| {
-                let offset = match e.offset() {
-                    Offset::Offset(o) => o,
-                    _ => -1,
-                };
-                ((e.topic().to_owned(), e.partition()), offset)
-            })
-            .collect();
-        if ends.iter().all(|(k, end)| positions.get(k) >= Some(end)) {
-            return (values.into_values().flatten().collect(), positions);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{isolation}: positions {positions:?} did not reach {ends:?}"
-        );
-        match consumer.poll(Duration::from_millis(100)) {
-            None => {}
-            Some(Err(e)) => panic!("consume failed: {e}"),
-            Some(Ok(m)) => {
-                let value = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
-                values
-                    .entry((m.topic().to_owned(), m.partition()))
-                    .or_default()
-                    .push(value);
-            }
-        }
-    }
-}
-
-/// The latest offset of `topic`/`partition` through ListOffsets at
-/// `isolation_level` (0 read_uncommitted: the high watermark; 1
-/// read_committed: the last stable offset).
-fn latest(kafka: &str, topic: &str, partition: i32, isolation_level: i8) -> i64 {
-    let request = ListOffsetsRequest::default()
-        .with_replica_id(kafka_protocol::messages::BrokerId(-1))
-        .with_isolation_level(isolation_level)
-        .with_topics(vec![ListOffsetsTopic::default()
-            .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
-            .with_partitions(vec![ListOffsetsPartition::default()
-                .with_partition_index(partition)
-                .with_timestamp(-1)])]);
-    let answer: ListOffsetsResponse = call(kafka, ApiKey::ListOffsets, 5, &request);
-    let p = &answer.topics[0].partitions[0];
-    assert_eq!(p.error_code, 0, "ListOffsets of {topic}/{partition}");
-    p.offset
-}
 
 fn strings(values: &[&str]) -> Vec<String> {
     values.iter().map(|v| v.to_string()).collect()
@@ -525,6 +403,28 @@ async fn transactions_are_described_and_listed(broker: &Broker) {
         );
         producer.commit_transaction(WAIT).expect("commit");
         assert_eq!(list(&["CompleteCommit"]).0, strings(&["described"]));
+
+        // v2: the whole id must match the pattern; a bad one is refused.
+        let by_pattern = |pattern: &str| {
+            let request = ListTransactionsRequest::default()
+                .with_duration_filter(-1)
+                .with_transactional_id_pattern(Some(StrBytes::from_string(pattern.to_owned())));
+            let answer: ListTransactionsResponse =
+                call(kafka, ApiKey::ListTransactions, 2, &request);
+            let ids: Vec<String> = answer
+                .transaction_states
+                .iter()
+                .map(|t| t.transactional_id.to_string())
+                .collect();
+            (answer.error_code, ids)
+        };
+        assert_eq!(by_pattern("desc.*"), (0, strings(&["described"])));
+        assert_eq!(by_pattern("desc"), (0, vec![]), "a whole-id match");
+        assert_eq!(by_pattern(""), (0, strings(&["described"])), "empty: all");
+        assert_eq!(
+            by_pattern("(unclosed"),
+            (ResponseError::InvalidRegularExpression.code(), vec![])
+        );
     })
     .await;
 }
@@ -558,11 +458,62 @@ async fn the_broker_aborts_a_transaction_past_its_timeout(broker: &Broker) {
     .await;
 }
 
+/// Pops `queue` with queen-mq (acking each batch): it must get exactly
+/// `expected` and then nothing.
+fn queen_mq_pops(broker: &Broker, queue: &str, expected: &[&str]) {
+    let expected = serde_json::to_string(expected).expect("json");
+    support::python::run(
+        "kafka_txn_native_pop.py",
+        broker,
+        &[("QUEEN_QUEUE", queue), ("QUEEN_EXPECT", &expected)],
+    );
+}
+
+async fn queen_mq_pops_committed_records_only(broker: &Broker) {
+    create_topic(&broker.kafka, "native-txn", 1).await;
+    let kafka = broker.kafka.clone();
+    let producer = tokio::task::spawn_blocking(move || {
+        let producer = transactional(&kafka, "native-app");
+        let v = |v: &str| format!("{{\"v\":\"{v}\"}}");
+        for (values, commit) in [
+            (["c1", "c2"].as_slice(), true),
+            (&["a1", "a2"], false),
+            (&["c3"], true),
+            (&["a3"], false),
+        ] {
+            producer.begin_transaction().expect("begin");
+            for value in values {
+                send(&producer, "native-txn", 0, &v(value));
+            }
+            if commit {
+                producer.commit_transaction(WAIT).expect("commit");
+            } else {
+                producer.flush(WAIT).expect("flushed");
+                producer.abort_transaction(WAIT).expect("abort");
+            }
+        }
+        // Left open while queen-mq pops: it must stop before it.
+        producer.begin_transaction().expect("begin");
+        send(&producer, "native-txn", 0, &v("o1"));
+        producer.flush(WAIT).expect("flushed");
+        producer
+    })
+    .await
+    .expect("produced");
+    queen_mq_pops(broker, "native-txn", &["c1", "c2", "c3"]);
+    let producer = tokio::task::spawn_blocking(move || {
+        producer.commit_transaction(WAIT).expect("commit");
+    });
+    producer.await.expect("committed");
+    queen_mq_pops(broker, "native-txn", &["o1"]);
+}
+
 async fn kafka_python_commits_and_aborts(broker: &Broker) {
     support::python::run("kafka_transactions.py", broker, &[]);
 }
 
 broker_scenarios!(&[];
+    queen_mq_pops_committed_records_only,
     kafka_python_commits_and_aborts,
     the_broker_aborts_a_transaction_past_its_timeout,
     transactions_are_described_and_listed,

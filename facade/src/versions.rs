@@ -49,8 +49,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::EndTxn, 0, 5),
     (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::DescribeTransactions, 0, 0),
-    // v2 filters by a Java regular expression, not served.
-    (ApiKey::ListTransactions, 0, 1),
+    // v2 (KIP-1152) filters ids by a regular expression, whole-id match.
+    (ApiKey::ListTransactions, 0, 2),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
 ];

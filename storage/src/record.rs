@@ -134,6 +134,15 @@ impl Record {
         }
     }
 
+    /// The Kafka transaction the record belongs to (or, for a commit or
+    /// abort marker, which marker it is); `None` for everything else.
+    pub fn txn(&self) -> Option<TxnMark> {
+        match &self.content {
+            Content::Kafka(k) => k.txn,
+            Content::Json(_) => None,
+        }
+    }
+
     /// Appends this record's stored form to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let mut flags = 0;
@@ -340,6 +349,11 @@ fn skip_record(buf: &mut Bytes) -> Result<()> {
     if flags & PRODUCER_SUB != 0 {
         take_bytes(buf)?;
     }
+    if flags & TXN != 0 {
+        take_varint(buf)?;
+        take_varint(buf)?;
+        take_u8(buf)?;
+    }
     if flags & KAFKA == 0 {
         take_bytes(buf)?;
         return Ok(());
@@ -510,6 +524,10 @@ mod tests {
             json(None, false),
             kafka(None, None, -1),
             json(Some("e"), false),
+            // Skipping a transactional record steps over its producer too.
+            marked(kafka(Some(b"t"), Some(b"v"), 9), None),
+            marked(kafka(None, None, 11), Some(Marker::Commit)),
+            kafka(Some(b"after"), None, 12),
         ];
         let blob = Bytes::from(encode_segment(&records));
         for skip in 0..=records.len() {

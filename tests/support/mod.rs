@@ -9,6 +9,7 @@ pub(crate) mod pki;
 pub(crate) mod python;
 pub(crate) mod router;
 pub(crate) mod security;
+pub(crate) mod txn;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

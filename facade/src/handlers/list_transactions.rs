@@ -1,17 +1,19 @@
 //! ListTransactions: the transactional ids the principal may describe,
-//! filtered by state, producer id and (v1+) how long they have been
-//! running. The v2 id pattern (a Java regular expression) is not served.
+//! filtered by state, producer id, (v1+) how long they have been running
+//! and (v2+, KIP-1152) a regular expression the whole id must match.
 
 use kafka_protocol::messages::list_transactions_response::TransactionState;
 use kafka_protocol::messages::{
     ListTransactionsRequest, ListTransactionsResponse, ProducerId, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
 use storage::transactions::TxnState;
 use storage::{Access, AclOperation, ResourceType};
 
 use crate::broker::Broker;
 use crate::error::storage_code;
+use crate::groups::consumer::Subscription;
 
 /// Every state ListTransactions may filter on.
 const STATES: [TxnState; 4] = [
@@ -28,6 +30,17 @@ pub(super) async fn handle(
     request: ListTransactionsRequest,
     access: &Access,
 ) -> ListTransactionsResponse {
+    // v2: an empty or null pattern lists every id.
+    let pattern = match request.transactional_id_pattern.as_deref() {
+        Some(p) if version >= 2 && !p.is_empty() => match Subscription::new(p) {
+            Ok(pattern) => Some(pattern),
+            Err(_) => {
+                return ListTransactionsResponse::default()
+                    .with_error_code(ResponseError::InvalidRegularExpression.code())
+            }
+        },
+        _ => None,
+    };
     let rows = match broker.engine.kafka_transactions().await {
         Ok(rows) => rows,
         Err(e) => return ListTransactionsResponse::default().with_error_code(storage_code(&e)),
@@ -51,6 +64,7 @@ pub(super) async fn handle(
         .filter(|(tid, _)| {
             access.allows(AclOperation::Describe, ResourceType::TransactionalId, tid)
         })
+        .filter(|(tid, _)| pattern.as_ref().is_none_or(|p| p.matches(tid)))
         .filter(|(_, row)| {
             request.state_filters.is_empty()
                 || request

@@ -241,8 +241,9 @@ async fn partition(
         lo = lo.min(c.saturating_sub(UNLEASED_ACK_BELOW));
         hi = hi.max(c.saturating_add(UNLEASED_ACK_SPAN));
     }
+    // Nothing at or past the last stable offset was ever delivered.
     lo = lo.max(part.log_start);
-    hi = hi.min(part.next_offset);
+    hi = hi.min(part.last_stable);
     let mut found: HashMap<&str, Found> = indexes
         .iter()
         .zip(&scopes)
@@ -250,6 +251,7 @@ async fn partition(
         .map(|(&i, _)| (items[i].transaction_id.as_str(), Found::default()))
         .collect();
     resolve(tx, sealer, partition_id, lo, hi, c, &mut found).await?;
+    hide_uncommitted(tx, partition_id, &mut found).await?;
 
     // What each item means for the cursor.
     enum Verdict {
@@ -471,4 +473,35 @@ async fn resolve(
         })
     })
     .await
+}
+
+/// Forgets the pending messages that are Kafka transaction markers or
+/// records of aborted transactions: they were never delivered, so no ack
+/// may move the cursor to them or dead-letter them.
+async fn hide_uncommitted(
+    tx: &mut Conn<'_>,
+    partition_id: PartitionId,
+    found: &mut HashMap<&str, Found>,
+) -> Result<()> {
+    let mut pending: Vec<(i64, Record)> = found
+        .values()
+        .filter_map(|f| f.pending.as_ref())
+        .filter(|(_, _, record)| record.txn().is_some())
+        .map(|(offset, _, record)| (*offset, record.clone()))
+        .collect();
+    if pending.is_empty() {
+        return Ok(());
+    }
+    pending.sort_by_key(|(offset, _)| *offset);
+    let all: Vec<i64> = pending.iter().map(|(offset, _)| *offset).collect();
+    crate::transactions::retain_committed(tx, partition_id, &mut pending, |(o, r)| (*o, r)).await?;
+    for f in found.values_mut() {
+        let hidden = f.pending.as_ref().is_some_and(|(offset, _, _)| {
+            all.contains(offset) && !pending.iter().any(|(o, _)| o == offset)
+        });
+        if hidden {
+            f.pending = None;
+        }
+    }
+    Ok(())
 }

@@ -246,6 +246,7 @@ impl Engine {
             partition,
             log_start,
             next_offset,
+            last_stable,
         }) = sql::consume::partition_ref(store, partition_id).await?
         else {
             return Ok(None);
@@ -268,9 +269,25 @@ impl Engine {
                 lease_expires_at_ms: None,
             }));
         }
-        let Some((offset, created_at_ms, record)) =
-            self.find(partition_id, transaction_id, next_offset).await?
-        else {
+        let Some(found) = self.find(partition_id, transaction_id, next_offset).await? else {
+            return Ok(None);
+        };
+        // Kafka transaction markers, and records of open or aborted
+        // transactions, are not messages of the native door.
+        if found.0 >= last_stable {
+            return Ok(None);
+        }
+        let mut seen = vec![found];
+        let mut reader = store.read_conn().await?;
+        crate::transactions::retain_committed(
+            &mut reader.conn(),
+            partition_id,
+            &mut seen,
+            |(o, _, r)| (*o, r),
+        )
+        .await?;
+        drop(reader);
+        let Some((offset, created_at_ms, record)) = seen.pop() else {
             return Ok(None);
         };
         let now = self.inner.clock.now_ms();

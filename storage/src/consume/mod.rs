@@ -213,6 +213,8 @@ pub(crate) struct PartitionState {
     pub partition: String,
     pub next_offset: i64,
     pub log_start: i64,
+    /// Where a read stops: the first record of an open Kafka transaction.
+    pub last_stable: i64,
     pub options: QueueOptions,
 }
 

@@ -350,38 +350,75 @@ async fn deliver(
             .saturating_sub(part.options.max_wait_time_seconds.saturating_mul(1000))
     });
 
-    // Read from the cursor: messages that waited past maxWaitTimeSeconds
-    // are skipped (they are the oldest, so they lead); a message still
-    // inside its delay ends the batch (every later one is younger).
+    // Read from the cursor up to the last stable offset: messages that
+    // waited past maxWaitTimeSeconds are skipped (they are the oldest, so
+    // they lead); a message still inside its delay ends the batch (every
+    // later one is younger). Kafka transaction markers and aborted records
+    // are never delivered: leading ones are consumed (the cursor moves
+    // past them), later ones lie inside the span and go with its ack.
+    let upper = part.last_stable;
     let mut taken: Vec<(i64, i64, crate::record::Record)> = Vec::new();
     let mut next = cursor.committed_offset;
-    segments::scan(tx, partition_id, next, |segment| {
-        let base = segment.base_offset;
-        let created_at = segment.created_at;
-        if visible_before.is_some_and(|v| created_at > v) {
-            return Ok(ControlFlow::Break(()));
-        }
-        if taken.is_empty() && evict_before.is_some_and(|e| created_at < e) {
-            cursor.committed_offset = segment.end();
-            cursor.retry_count = 0;
-            next = cursor.committed_offset;
-            return Ok(ControlFlow::Continue(()));
-        }
-        // Only the records this batch takes are decoded.
-        let skip = usize::try_from(next - base).unwrap_or(0);
-        let records = segment.decode_range(job.sealer, skip, budget - taken.len())?;
-        for (i, record) in records.into_iter().enumerate() {
-            let offset = base + (skip + i) as i64;
-            taken.push((offset, created_at, record));
-            next = offset + 1;
-        }
-        Ok(if taken.len() >= budget {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
+    while taken.len() < budget && next < upper {
+        let from = next;
+        let room = budget - taken.len();
+        let mut read: Vec<(i64, i64, crate::record::Record)> = Vec::new();
+        segments::scan(tx, partition_id, next, |segment| {
+            let base = segment.base_offset;
+            let created_at = segment.created_at;
+            if visible_before.is_some_and(|v| created_at > v) {
+                return Ok(ControlFlow::Break(()));
+            }
+            if taken.is_empty()
+                && read.is_empty()
+                && segment.end() <= upper
+                && evict_before.is_some_and(|e| created_at < e)
+            {
+                cursor.committed_offset = segment.end();
+                cursor.retry_count = 0;
+                next = cursor.committed_offset;
+                return Ok(ControlFlow::Continue(()));
+            }
+            // Only the records this batch takes are decoded.
+            let skip = usize::try_from(next - base).unwrap_or(0);
+            let start = base + skip as i64;
+            if start >= upper {
+                return Ok(ControlFlow::Break(()));
+            }
+            let stable = usize::try_from(upper - start).unwrap_or(usize::MAX);
+            let take = (room - read.len()).min(stable);
+            let records = segment.decode_range(job.sealer, skip, take)?;
+            for (i, record) in records.into_iter().enumerate() {
+                let offset = base + (skip + i) as i64;
+                read.push((offset, created_at, record));
+                next = offset + 1;
+            }
+            Ok(if read.len() >= room || next >= upper {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
         })
-    })
-    .await?;
+        .await?;
+        if next == from {
+            break; // nothing more to read now
+        }
+        let scanned = read.len();
+        crate::transactions::retain_committed(tx, partition_id, &mut read, |(o, _, r)| (*o, r))
+            .await?;
+        if taken.is_empty() {
+            let first_seen = read.first().map_or(next, |(o, _, _)| *o);
+            if first_seen > cursor.committed_offset {
+                cursor.committed_offset = first_seen;
+                cursor.retry_count = 0;
+            }
+        }
+        let hidden = read.len() < scanned;
+        taken.extend(read);
+        if !hidden {
+            break; // the scan stopped at the budget, a delay or the end
+        }
+    }
 
     let moved = stored.map(|c| c.committed_offset) != Some(cursor.committed_offset)
         || stored.map(|c| c.retry_count) != Some(cursor.retry_count);
@@ -417,8 +454,9 @@ async fn deliver(
     consume::save_lease(tx, partition_id, job.group, &saved).await?;
     let retry_at_cursor = cursor.retry_count;
     if job.auto_ack {
+        // Past the markers and aborted records read after the last one.
         let committed = CursorRow {
-            committed_offset: end,
+            committed_offset: next,
             retry_count: 0,
         };
         consume::save_cursor(tx, partition_id, job.group, committed, job.now).await?;

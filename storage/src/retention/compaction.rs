@@ -31,6 +31,14 @@
 //! 4. `compacted_to` moves to `limit`.
 //!
 //! Records without a key (native messages) are never removed by it.
+//!
+//! Kafka transactions: only the part below the last stable offset is
+//! cleaned (an open transaction may still abort). Records of aborted
+//! transactions are removed at their first cleaning and never count as a
+//! key's latest record; commit and abort markers are no keyed records:
+//! they stay until they were cleaned once and are older than
+//! `delete.retention.ms`, as tombstones do, and an abort marker takes its
+//! aborted range with it.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -41,11 +49,12 @@ use crate::append::NewSegment;
 use crate::error::Result;
 use crate::model::{PartitionId, PartitionInfo};
 use crate::options::QueueOptions;
-use crate::record::{encode_segment, Content, Record};
+use crate::record::{encode_segment, Content, Marker, Record, TxnMark};
 use crate::sealing::{is_sealed, seal_with, Sealer};
 use crate::sql;
 use crate::sql::catalog::Lifecycle;
 use crate::topic_configs;
+use crate::transactions::AbortedRange;
 use crate::vacuum::Table;
 use crate::Engine;
 
@@ -153,7 +162,9 @@ impl Engine {
             return Ok(false);
         }
         let lag_limit = now.saturating_sub(policy.min_lag_ms);
-        let Some(Dirty { keys, limit }) = self.key_map(p.id, dirty_from, lag_limit).await? else {
+        let txns = self.txn_view(p.id, dirty_from).await?;
+        let Some(Dirty { keys, limit }) = self.key_map(p.id, dirty_from, lag_limit, &txns).await?
+        else {
             return Ok(false);
         };
         if !(overdue || policy.worth_cleaning(clean, limit - dirty_from)) {
@@ -164,13 +175,22 @@ impl Engine {
             let Content::Kafka(k) = &record.content else {
                 return true;
             };
+            // Past its delete retention, cleaned once: a tombstone, or a
+            // transaction marker (its transaction's records went before it).
+            let expired = offset < compacted_to && created_at < tombstones_before;
+            match k.txn {
+                // A marker's key is Kafka's control key, not a user's.
+                Some(TxnMark {
+                    marker: Some(_), ..
+                }) => return !expired,
+                Some(t) if txns.aborted(t.producer_id, offset) => return false,
+                _ => {}
+            }
             let Some(key) = &k.key else { return true };
             if keys.get(key).is_some_and(|&latest| latest > offset) {
                 return false;
             }
-            let old_tombstone =
-                k.value.is_none() && offset < compacted_to && created_at < tombstones_before;
-            !old_tombstone
+            !(k.value.is_none() && expired)
         };
         // Found with a reader first: only the segments that lose records
         // take the writer, one short transaction each.
@@ -197,13 +217,33 @@ impl Engine {
         Ok(true)
     }
 
+    /// What a cleaning from `from` needs to know of Kafka transactions:
+    /// the last stable offset and the aborted transactions after `from`.
+    async fn txn_view(&self, partition_id: PartitionId, from: i64) -> Result<TxnView> {
+        let mut reader = self.inner.store.read_conn().await?;
+        let bounds = sql::catalog::bounds(&mut reader.conn(), partition_id).await?;
+        let last_stable = bounds.map_or(from, |b| b.last_stable);
+        let aborted = if last_stable > from {
+            sql::transactions::aborted(&mut reader.conn(), partition_id, from, last_stable).await?
+        } else {
+            Vec::new()
+        };
+        Ok(TxnView {
+            last_stable,
+            aborted,
+        })
+    }
+
     /// The dirty part from `from` over the segments stored before
-    /// `lag_limit`; `None` when nothing is dirty.
+    /// `lag_limit` and ending below the last stable offset (an open
+    /// transaction may still abort); `None` when nothing is dirty.
+    /// Transaction markers and aborted records are no keyed records.
     async fn key_map(
         &self,
         partition_id: PartitionId,
         from: i64,
         lag_limit: i64,
+        txns: &TxnView,
     ) -> Result<Option<Dirty>> {
         let sealer = &*self.inner.sealer;
         let mut map: HashMap<Bytes, i64> = HashMap::new();
@@ -211,7 +251,10 @@ impl Engine {
         let mut limit = from;
         let mut reader = self.inner.store.read_conn().await?;
         sql::segments::scan(&mut reader.conn(), partition_id, from, |segment| {
-            if segment.created_at > lag_limit || bytes >= MAP_BYTES {
+            if segment.created_at > lag_limit
+                || bytes >= MAP_BYTES
+                || segment.end() > txns.last_stable
+            {
                 return Ok(ControlFlow::Break(()));
             }
             let base = segment.base_offset;
@@ -222,7 +265,11 @@ impl Engine {
                     continue;
                 }
                 if let Content::Kafka(k) = record.content {
-                    if let Some(key) = k.key {
+                    let user_record = match k.txn {
+                        Some(t) => t.marker.is_none() && !txns.aborted(t.producer_id, offset),
+                        None => true,
+                    };
+                    if let Some(key) = k.key.filter(|_| user_record) {
                         // A copy: the key must not keep its segment in memory.
                         let key = Bytes::copy_from_slice(&key);
                         let len = key.len();
@@ -278,6 +325,15 @@ impl Engine {
                 if survivors.len() == records.len() {
                     continue;
                 }
+                // An abort marker goes with its aborted range: read_committed
+                // readers drop a producer's records from the range's start
+                // until they meet the marker.
+                for (offset, record) in (base..).zip(&records) {
+                    let abort = record.txn().and_then(|t| t.marker) == Some(Marker::Abort);
+                    if abort && !keep(offset, record, created_at) {
+                        sql::transactions::forget_aborted(&mut conn, partition_id, offset).await?;
+                    }
+                }
                 for run in runs_of_consecutive(&survivors) {
                     runs.push(new_segment(partition_id, created_at, run, seal)?);
                 }
@@ -302,6 +358,21 @@ impl Engine {
             self.inner.vacuum.add(Table::Segments, replaced as u64);
         }
         Ok(())
+    }
+}
+
+/// The Kafka transactions of a partition, as one cleaning sees them.
+struct TxnView {
+    /// Nothing at or after it is cleaned: an open transaction may abort.
+    last_stable: i64,
+    /// The aborted transactions after the clean part.
+    aborted: Vec<AbortedRange>,
+}
+
+impl TxnView {
+    /// Whether the record of `producer_id` at `offset` was aborted.
+    fn aborted(&self, producer_id: i64, offset: i64) -> bool {
+        self.aborted.iter().any(|a| a.holds(producer_id, offset))
     }
 }
 

@@ -183,6 +183,8 @@ impl Engine {
             }
             deleted +=
                 sql::retention::delete_below(&mut conn, partition_id, log_start, left).await?;
+            // Aborted ranges below the log start have no records left to hide.
+            sql::transactions::forget_aborted_below(&mut conn, partition_id, log_start).await?;
         }
         tx.commit().await?;
         tracing::debug!(

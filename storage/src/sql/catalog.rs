@@ -360,6 +360,13 @@ async fn queues_where(store: &Store, condition: &str) -> Result<Vec<QueueInfo>> 
         .collect()
 }
 
+/// The last stable offset of the partition `p`: the first offset of its
+/// oldest open Kafka transaction, else its high watermark. A primary-key
+/// probe of `kafka_open_txns`, which is empty for partitions that never
+/// saw a transaction.
+pub(crate) const LAST_STABLE: &str = "COALESCE((SELECT MIN(o.first_offset) FROM kafka_open_txns o \
+     WHERE o.partition_id = p.id), p.next_offset)";
+
 /// The partition's log start and next offset, if it exists (on a reader's
 /// connection, or inside a write that moves them).
 pub(crate) async fn bounds(
@@ -368,11 +375,10 @@ pub(crate) async fn bounds(
 ) -> Result<Option<LogBounds>> {
     // The stable offset comes in the same statement: every Fetch reads
     // the bounds, and most partitions never see a transaction.
-    Ok(on_db!(conn, c => sqlx::query_as(
-        "SELECT log_start, next_offset, COALESCE((SELECT MIN(first_offset) \
-         FROM kafka_open_txns WHERE partition_id = $1), next_offset) AS last_stable \
-         FROM partitions WHERE id = $1",
-    )
+    Ok(on_db!(conn, c => sqlx::query_as(&format!(
+        "SELECT log_start, next_offset, {LAST_STABLE} AS last_stable \
+         FROM partitions p WHERE id = $1"
+    ))
     .bind(partition_id)
     .fetch_optional(&mut **c)
     .await?))
@@ -397,6 +403,12 @@ pub(crate) async fn delete_queue(store: &Store, name: &str) -> Result<bool> {
                 "consumer_leases",
                 "dead_letters",
                 "producer_state",
+                // Kafka transactions forget the partitions: an ongoing one
+                // ends without them, and never publishes offsets to them.
+                "kafka_open_txns",
+                "kafka_aborted_txns",
+                "kafka_txn_partitions",
+                "kafka_txn_offsets",
             ] {
                 sqlx::query(&format!(
                     "DELETE FROM {table} WHERE partition_id IN \

@@ -4,6 +4,7 @@
 //! across brokers ([`Conn::try_lock_lease`]), on SQLite the single writer
 //! serialises every write.
 
+use super::catalog::LAST_STABLE;
 use crate::backend::{on_db, Conn, Store};
 use crate::consume::pop::CandidateFilter;
 use crate::consume::{CursorRow, LeaseExtension, LeaseRow, PartitionState, SubscriptionMode};
@@ -27,6 +28,7 @@ struct PartitionCursorRow {
     partition: String,
     next_offset: i64,
     log_start: i64,
+    last_stable: i64,
     options: String,
     committed_offset: Option<i64>,
     retry_count: Option<i64>,
@@ -111,13 +113,13 @@ pub(crate) async fn partition(
     partition_id: PartitionId,
     group: &str,
 ) -> Result<Option<(PartitionState, Option<CursorRow>)>> {
-    let row: Option<PartitionCursorRow> = on_db!(conn, c => sqlx::query_as(
+    let row: Option<PartitionCursorRow> = on_db!(conn, c => sqlx::query_as(&format!(
         "SELECT q.id AS queue_id, q.name AS queue, p.name AS partition, p.next_offset, \
-         p.log_start, q.options, c.committed_offset, c.retry_count \
+         p.log_start, {LAST_STABLE} AS last_stable, q.options, c.committed_offset, c.retry_count \
          FROM partitions p JOIN queues q ON q.id = p.queue_id \
          LEFT JOIN consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $2 \
-         WHERE p.id = $1",
-    )
+         WHERE p.id = $1"
+    ))
     .bind(partition_id)
     .bind(group)
     .fetch_optional(&mut **c)
@@ -129,6 +131,7 @@ pub(crate) async fn partition(
             partition: r.partition,
             next_offset: r.next_offset,
             log_start: r.log_start,
+            last_stable: r.last_stable,
             options: options(&r.options)?,
         };
         let cursor = r.committed_offset.map(|committed_offset| CursorRow {
@@ -278,13 +281,15 @@ pub(crate) async fn candidates(
     store: &Store,
     filter: &CandidateFilter<'_>,
 ) -> Result<Vec<(PartitionId, bool)>> {
-    let mut sql = String::from(
+    // Messages up to the last stable offset: a group waits at an open
+    // Kafka transaction as a read_committed consumer does.
+    let mut sql = format!(
         "SELECT p.id, l.partition_id IS NOT NULL FROM partitions p \
          LEFT JOIN consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $2 \
          LEFT JOIN consumer_leases l ON l.partition_id = p.id AND l.consumer_group = $2 \
          WHERE p.queue_id = $1 AND p.next_offset > p.log_start \
-         AND p.next_offset > COALESCE(c.committed_offset, 0) \
-         AND (l.expires_at IS NULL OR l.expires_at <= $3)",
+         AND {LAST_STABLE} > COALESCE(c.committed_offset, 0) \
+         AND (l.expires_at IS NULL OR l.expires_at <= $3)"
     );
     if filter.partition.is_some() {
         sql.push_str(" AND p.name = $5");
@@ -369,6 +374,7 @@ pub(crate) struct PartitionRef {
     pub partition: String,
     pub log_start: i64,
     pub next_offset: i64,
+    pub last_stable: i64,
 }
 
 /// The queue and partition names of a partition id, with its bounds.
@@ -376,10 +382,11 @@ pub(crate) async fn partition_ref(
     store: &Store,
     partition_id: PartitionId,
 ) -> Result<Option<PartitionRef>> {
-    Ok(on_db!(store.reader(), pool => sqlx::query_as(
-        "SELECT q.name AS queue, p.name AS partition, p.log_start, p.next_offset FROM partitions p \
-         JOIN queues q ON q.id = p.queue_id WHERE p.id = $1",
-    )
+    Ok(on_db!(store.reader(), pool => sqlx::query_as(&format!(
+        "SELECT q.name AS queue, p.name AS partition, p.log_start, p.next_offset, \
+         {LAST_STABLE} AS last_stable FROM partitions p \
+         JOIN queues q ON q.id = p.queue_id WHERE p.id = $1"
+    ))
     .bind(partition_id)
     .fetch_optional(pool)
     .await?))

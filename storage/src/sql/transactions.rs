@@ -8,7 +8,7 @@ use crate::backend::{on_db, Conn, Store};
 use crate::error::Result;
 use crate::model::PartitionId;
 use crate::offsets::CommittedOffset;
-use crate::transactions::{AbortedTxn, TxnRow};
+use crate::transactions::{AbortedRange, TxnRow};
 
 /// A `kafka_transactions` row as read.
 #[derive(sqlx::FromRow)]
@@ -287,30 +287,57 @@ pub(crate) async fn close(
     Ok(())
 }
 
-/// The aborted transactions of a partition that overlap `from..to`.
+/// The aborted transactions of a partition that overlap `from..to`,
+/// oldest first (on a reader's connection, or inside a pop or an ack).
 pub(crate) async fn aborted(
-    store: &Store,
+    conn: &mut Conn<'_>,
     partition_id: PartitionId,
     from: i64,
     to: i64,
-) -> Result<Vec<AbortedTxn>> {
-    let rows: Vec<(i64, i64)> = on_db!(store.reader(), pool => sqlx::query_as(
-        "SELECT producer_id, first_offset FROM kafka_aborted_txns \
+) -> Result<Vec<AbortedRange>> {
+    Ok(on_db!(conn, c => sqlx::query_as(
+        "SELECT producer_id, first_offset, last_offset FROM kafka_aborted_txns \
          WHERE partition_id = $1 AND last_offset >= $2 AND first_offset < $3 \
          ORDER BY first_offset",
     )
     .bind(partition_id)
     .bind(from)
     .bind(to)
-    .fetch_all(pool)
-    .await?);
-    Ok(rows
-        .into_iter()
-        .map(|(producer_id, first_offset)| AbortedTxn {
-            producer_id,
-            first_offset,
-        })
-        .collect())
+    .fetch_all(&mut **c)
+    .await?))
+}
+
+/// Forgets the aborted transaction whose abort marker was at `last_offset`.
+pub(crate) async fn forget_aborted(
+    conn: &mut Conn<'_>,
+    partition_id: PartitionId,
+    last_offset: i64,
+) -> Result<()> {
+    on_db!(conn, c => { sqlx::query(
+        "DELETE FROM kafka_aborted_txns WHERE partition_id = $1 AND last_offset = $2",
+    )
+    .bind(partition_id)
+    .bind(last_offset)
+    .execute(&mut **c)
+    .await?; });
+    Ok(())
+}
+
+/// Forgets the aborted transactions whose abort marker lies below
+/// `log_start`: retention deleted their records.
+pub(crate) async fn forget_aborted_below(
+    conn: &mut Conn<'_>,
+    partition_id: PartitionId,
+    log_start: i64,
+) -> Result<()> {
+    on_db!(conn, c => { sqlx::query(
+        "DELETE FROM kafka_aborted_txns WHERE partition_id = $1 AND last_offset < $2",
+    )
+    .bind(partition_id)
+    .bind(log_start)
+    .execute(&mut **c)
+    .await?; });
+    Ok(())
 }
 
 /// A `kafka_transactions` row with its id.

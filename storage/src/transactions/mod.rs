@@ -16,6 +16,7 @@
 //! reader that does not ask for read_committed never reads either table.
 
 mod rules;
+mod visibility;
 
 use crate::append::{append, AppendJob, Indexes, JobOutcome};
 use crate::backend::Conn;
@@ -29,6 +30,7 @@ use crate::Engine;
 
 pub(crate) use rules::admit;
 pub use rules::TxnError;
+pub(crate) use visibility::retain_committed;
 
 /// A transactional id's state, as Kafka's coordinator names it. The
 /// preparing states of Kafka never outlive one database transaction here,
@@ -84,6 +86,22 @@ pub struct TxnRow {
     pub timeout_ms: i64,
     /// When the ongoing transaction began, ms since the epoch.
     pub started_at: Option<i64>,
+}
+
+/// An aborted transaction of one partition as stored: its producer's
+/// records from `first_offset` up to its abort marker at `last_offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub(crate) struct AbortedRange {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    pub last_offset: i64,
+}
+
+impl AbortedRange {
+    /// Whether the record of `producer_id` at `offset` is one it aborted.
+    pub(crate) fn holds(&self, producer_id: i64, offset: i64) -> bool {
+        self.producer_id == producer_id && (self.first_offset..self.last_offset).contains(&offset)
+    }
 }
 
 /// An aborted transaction as Fetch lists it for read_committed readers:
@@ -288,7 +306,15 @@ impl Engine {
         from: i64,
         to: i64,
     ) -> Result<Vec<AbortedTxn>> {
-        sql::transactions::aborted(&self.inner.store, partition_id, from, to).await
+        let mut reader = self.inner.store.read_conn().await?;
+        let ranges = sql::transactions::aborted(&mut reader.conn(), partition_id, from, to).await?;
+        Ok(ranges
+            .into_iter()
+            .map(|r| AbortedTxn {
+                producer_id: r.producer_id,
+                first_offset: r.first_offset,
+            })
+            .collect())
     }
 
     /// The (topic, Kafka partition) pairs where an ongoing transaction

@@ -11,15 +11,13 @@ use storage::{Content, Engine, PartitionId, Record, StorageError};
 use crate::log::one_partition_topic;
 use crate::support::Db;
 
-/// `n` records of a transactional producer: an idempotent producer's,
-/// marked with the transaction.
-fn records(producer: ProducerIdentity, n: usize) -> Vec<Record> {
+/// `records` marked as a transactional producer's.
+pub(crate) fn marked(producer: ProducerIdentity, mut records: Vec<Record>) -> Vec<Record> {
     let mark = TxnMark {
         producer_id: producer.id,
         epoch: producer.epoch,
         marker: None,
     };
-    let mut records = crate::producers::records(n);
     for record in &mut records {
         if let Content::Kafka(k) = &mut record.content {
             k.txn = Some(mark);
@@ -37,6 +35,19 @@ async fn send(
     seq: i32,
     n: usize,
 ) -> Result<i64, StorageError> {
+    let records = marked(producer, crate::producers::records(n));
+    send_records(engine, queue, partition, producer, seq, records).await
+}
+
+/// Appends `records` as a transactional batch at sequence `seq`.
+pub(crate) async fn send_records(
+    engine: &Engine,
+    queue: &str,
+    partition: PartitionId,
+    producer: ProducerIdentity,
+    seq: i32,
+    records: Vec<Record>,
+) -> Result<i64, StorageError> {
     let batch = ProducerBatch {
         producer_id: producer.id,
         epoch: producer.epoch,
@@ -44,10 +55,71 @@ async fn send(
         transactional: true,
     };
     engine
-        .start_append(queue, partition, records(producer, n), Some(batch))
+        .start_append(queue, partition, records, Some(batch))
         .await?
         .offset()
         .await
+}
+
+/// A transactional producer writing to one partition.
+pub(crate) struct Writer<'a> {
+    engine: &'a Engine,
+    queue: &'a str,
+    partition: PartitionId,
+    tid: &'a str,
+    pub me: ProducerIdentity,
+    seq: i32,
+}
+
+impl<'a> Writer<'a> {
+    pub(crate) async fn new(
+        engine: &'a Engine,
+        queue: &'a str,
+        partition: PartitionId,
+        tid: &'a str,
+    ) -> Self {
+        let me = engine
+            .init_transactional_producer(tid, 60_000, None)
+            .await
+            .expect("init");
+        Self {
+            engine,
+            queue,
+            partition,
+            tid,
+            me,
+            seq: 0,
+        }
+    }
+
+    /// Sends `records` in the ongoing transaction (started if need be);
+    /// returns the offset of the first.
+    pub(crate) async fn send(&mut self, records: Vec<Record>) -> i64 {
+        self.engine
+            .add_partitions_to_txn(self.tid, self.me, &[self.partition], false)
+            .await
+            .expect("added");
+        let n = records.len() as i32;
+        let offset = send_records(
+            self.engine,
+            self.queue,
+            self.partition,
+            self.me,
+            self.seq,
+            marked(self.me, records),
+        )
+        .await
+        .expect("sent");
+        self.seq += n;
+        offset
+    }
+
+    pub(crate) async fn end(&self, commit: bool) {
+        self.engine
+            .end_txn(self.tid, self.me, commit)
+            .await
+            .expect("ended");
+    }
 }
 
 /// The marker stored at `offset`, if a marker is stored there.

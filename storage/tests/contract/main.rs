@@ -19,6 +19,8 @@ mod stats;
 mod strings;
 mod support;
 mod txn;
+mod txn_native;
+mod txn_upkeep;
 mod users;
 
 /// Instantiates each scenario `module::name(&Db)` once per backend.
@@ -51,6 +53,11 @@ contract!(
     kafka_txn::refused_requests_change_nothing,
     kafka_txn::offsets_become_visible_on_commit_only,
     kafka_txn::a_transaction_past_its_timeout_is_aborted_and_fenced,
+    txn_native::pops_see_committed_records_only,
+    txn_native::a_group_shared_with_kafka_continues_past_aborted_records,
+    txn_upkeep::compaction_removes_aborted_records_and_keeps_markers_apart,
+    txn_upkeep::retention_forgets_aborted_ranges_below_the_log_start,
+    txn_upkeep::deleting_a_queue_forgets_its_transactions,
     sealing::encrypted_payloads_are_sealed_at_rest_and_read_in_clear,
     sealing::compaction_keeps_sealed_segments_sealed,
     sealing::a_broker_without_the_key_refuses_encrypted_queues,
