@@ -179,6 +179,16 @@ async fn prepare(
     records: Bytes,
 ) -> Result<(PartitionId, Decoded), (i16, Option<Refusal>)> {
     let code = |code: i16| (code, None);
+    if storage::offsets_log::is_internal(topic) {
+        // Kafka: "Cannot append to internal topic"; only the broker writes it.
+        return Err((
+            ResponseError::InvalidTopicException.code(),
+            Some(Refusal {
+                message: format!("Cannot append to internal topic {topic}"),
+                records: Vec::new(),
+            }),
+        ));
+    }
     let rules = broker
         .produce_rules(topic)
         .await
