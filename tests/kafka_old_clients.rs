@@ -432,7 +432,52 @@ async fn burrow_until(burrow: &Burrow, path: &str, field: &str, expected: Value)
     }
 }
 
-async fn burrow_reads_the_brokers_topics_and_high_watermarks(broker: &Broker) {
+/// Commits `offsets` (partition, offset) of `topic` for `group`, as a
+/// consumer outside the group (generation -1) does.
+fn commit(broker: &Broker, group: &str, topic: &str, offsets: &[(i32, i64)]) {
+    let tool = group_tool(broker, group);
+    let mut tpl = TopicPartitionList::new();
+    for &(p, offset) in offsets {
+        tpl.add_partition_offset(topic, p, Offset::Offset(offset))
+            .expect("tpl");
+    }
+    tool.commit(&tpl, CommitMode::Sync).expect("commit");
+}
+
+/// Each partition's `current-lag` in Burrow's answer for `group` on
+/// `topic` (`/v3/kafka/queen/consumer/GROUP`), by partition.
+fn current_lags(answer: &Value, topic: &str) -> Value {
+    let lags: Vec<Value> = answer["topics"][topic]
+        .as_array()
+        .map(|ps| ps.iter().map(|p| p["current-lag"].clone()).collect())
+        .unwrap_or_default();
+    Value::Array(lags)
+}
+
+/// Polls Burrow's consumer `group` until its current lags on `topic` are
+/// `expected`, for up to 30 s.
+async fn burrow_lags_until(burrow: &Burrow, group: &str, topic: &str, expected: Value) {
+    let path = format!("/v3/kafka/queen/consumer/{group}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer: Value = reqwest::get(format!("{}{path}", burrow.http))
+            .await
+            .expect("GET from Burrow")
+            .json()
+            .await
+            .expect("JSON");
+        if answer["error"] == false && current_lags(&answer, topic) == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Burrow's {path} still answers {answer}, not lags {expected}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn burrow_reads_topics_high_watermarks_and_group_lag(broker: &Broker) {
     create_topic(&broker.kafka, "watched", 4).await;
     produce_numbered(&broker.kafka, "watched", "w", 8, 4).await;
     let burrow = tokio::task::block_in_place(|| Burrow::start(&broker.kafka));
@@ -448,8 +493,33 @@ async fn burrow_reads_the_brokers_topics_and_high_watermarks(broker: &Broker) {
     // as Burrow's sarama asks for them, and followed as records arrive.
     let path = "/v3/kafka/queen/topic/watched";
     burrow_until(&burrow, path, "offsets", json!([2, 2, 2, 2])).await;
+    // The group's lag: its commits, read from `__consumer_offsets`, against
+    // the high watermarks. (Burrow drops a commit of a partition whose high
+    // watermark it has not read yet, so the group commits only now.)
+    tokio::task::block_in_place(|| {
+        commit(
+            broker,
+            "watchers",
+            "watched",
+            &[(0, 2), (1, 1), (2, 0), (3, 2)],
+        );
+    });
+    burrow_lags_until(&burrow, "watchers", "watched", json!([0, 1, 2, 0])).await;
     produce_numbered(&broker.kafka, "watched", "x", 3, 4).await;
     burrow_until(&burrow, path, "offsets", json!([3, 3, 3, 2])).await;
+    burrow_lags_until(&burrow, "watchers", "watched", json!([1, 2, 3, 0])).await;
+    // A commit made while Burrow watches arrives through the log too.
+    tokio::task::block_in_place(|| commit(broker, "watchers", "watched", &[(1, 3), (2, 2)]));
+    burrow_lags_until(&burrow, "watchers", "watched", json!([1, 0, 1, 0])).await;
+    let consumers = burrow.get("/v3/kafka/queen/consumer").await;
+    assert!(
+        consumers["consumers"]
+            .as_array()
+            .is_some_and(|c| c.contains(&json!("watchers"))),
+        "{consumers}"
+    );
+    let status = burrow.get("/v3/kafka/queen/consumer/watchers/lag").await;
+    assert_eq!(status["status"]["totallag"], json!(2), "{status}");
     assert!(spoken(broker, "ListOffsets", 1).await, "no ListOffsets v1");
 }
 
@@ -458,5 +528,5 @@ support::broker_scenarios!(&[];
     sarama_resets_an_out_of_range_commit_by_its_policy,
     sarama_finds_offsets_by_time_and_meets_out_of_range_fetches,
     kafka_go_readers_split_four_partitions_and_resume_from_commits,
-    burrow_reads_the_brokers_topics_and_high_watermarks,
+    burrow_reads_topics_high_watermarks_and_group_lag,
 );

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use kafka_protocol::ResponseError;
+use storage::offsets_log;
 use storage::{
     Access, AclOperation, Authorizer, BrokerInfo, Engine, PartitionId, QueueInfo, QueueOptions,
     StorageError, TopicCreation,
@@ -222,12 +223,18 @@ impl Broker {
     }
 
     /// The topic, created with the broker's defaults when it does not exist
-    /// and `create` allows it.
+    /// and `create` allows it. Names reserved for internal topics (`__…`)
+    /// are never created for a client; the broker's own offsets topic is
+    /// created when first asked for, as Kafka creates it.
     pub async fn topic(&self, name: &str, create: bool) -> Result<Option<QueueInfo>, StorageError> {
         if let Some(info) = self.engine.queue(name).await? {
             return Ok(Some(info));
         }
-        if !(create && self.config.auto_create_topics) {
+        if offsets_log::is_internal(name) {
+            self.engine.ensure_offsets_topic().await?;
+            return self.engine.queue(name).await;
+        }
+        if !(create && self.config.auto_create_topics) || crate::topic_name::reserved(name) {
             return Ok(None);
         }
         if let Some(why) = crate::topic_name::illegal(name) {

@@ -2,7 +2,18 @@
 //! characters from `[a-zA-Z0-9._-]`, and neither `.` nor `..` (names that
 //! must work as directory names in Kafka). Queues created over HTTP may have
 //! other names; those are served to Kafka clients as they are, but only a
-//! name Kafka accepts is created through this door.
+//! name Kafka accepts is created through this door. Names starting with
+//! `__` are the broker's (its internal topics): no client creates one.
+
+/// The prefix of the names reserved for the broker's internal topics
+/// (`__consumer_offsets`): clients never create such a topic.
+pub(crate) const RESERVED_PREFIX: &str = "__";
+
+/// Whether clients may not create a topic of this name: it is reserved
+/// for the broker's internal topics.
+pub(crate) fn reserved(name: &str) -> bool {
+    name.starts_with(RESERVED_PREFIX)
+}
 
 /// The longest topic name Kafka accepts.
 pub(crate) const MAX_LEN: usize = 249;
@@ -46,6 +57,14 @@ mod tests {
             assert_eq!(illegal(name), None, "{name}");
         }
         assert_eq!(illegal(&"x".repeat(MAX_LEN)), None);
+    }
+
+    #[test]
+    fn double_underscore_names_are_reserved() {
+        assert!(reserved("__consumer_offsets"));
+        assert!(reserved("__anything"));
+        assert!(!reserved("_one"));
+        assert!(!reserved("a__b"));
     }
 
     #[test]

@@ -17,6 +17,8 @@
 //!   `txn` (acks, pushes and KV ops in one transaction); [`users`] (SCRAM
 //!   credentials of the Kafka door); [`acls`] (Kafka ACLs and the
 //!   authorizer both doors ask).
+//! - [`offsets_log`]: the `__consumer_offsets` topic each Kafka commit is
+//!   also appended to; [`resource_configs`]: configs of brokers and groups.
 //! - [`metrics`]: the engine's Prometheus families (group commits, waits
 //!   for a connection, retention's work); `stats`: what a scrape reads from
 //!   the database (offsets, sizes, lag), one aggregated statement each.
@@ -49,12 +51,14 @@ mod log;
 pub mod metrics;
 pub mod model;
 pub mod offsets;
+pub mod offsets_log;
 pub mod options;
 mod partitions;
 mod postgres;
 pub mod producers;
 pub mod record;
 mod reseal;
+pub mod resource_configs;
 mod retention;
 pub mod sealing;
 mod sql;

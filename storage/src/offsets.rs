@@ -4,8 +4,9 @@
 //! same name, and a native ack moves what OffsetFetch answers, so a group
 //! can move from one protocol to the other and resume where it stopped.
 
-use crate::error::Result;
+use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
+use crate::offsets_log::{Logged, OffsetCommitEntry, OFFSETS_TOPIC};
 use crate::sql;
 use crate::Engine;
 
@@ -32,15 +33,56 @@ pub struct TopicOffset {
 }
 
 impl Engine {
-    /// Stores committed offsets for `group`: (partition id, position) pairs.
+    /// Stores committed offsets for `group`: (partition id, position) pairs,
+    /// each also appended to the `__consumer_offsets` log in the same
+    /// transaction ([`crate::offsets_log`]).
     pub async fn commit_offsets(
         &self,
         group: &str,
         commits: &[(PartitionId, CommittedOffset)],
     ) -> Result<()> {
         crate::validate_name("group name", group)?;
-        let now = self.inner.clock.now_ms();
-        sql::offsets::commit(&self.inner.store, group, commits, now).await
+        // The log's partition may vanish under a cached id (its topic
+        // deleted): resolved afresh, the commit is tried once more.
+        for _ in 0..2 {
+            let log_partition = self.offsets_partition(group).await?;
+            let now = self.inner.clock.now_ms();
+            let mut tx = self.inner.store.begin_write().await?;
+            sql::offsets::commit(&mut tx.conn(), group, commits, now).await?;
+            let mut named = Vec::with_capacity(commits.len());
+            for (partition_id, committed) in commits {
+                if let Some(at) =
+                    sql::offsets::topic_partition(&mut tx.conn(), *partition_id).await?
+                {
+                    named.push((at, committed));
+                }
+            }
+            let entries: Vec<OffsetCommitEntry> = named
+                .iter()
+                .map(|((topic, partition), committed)| OffsetCommitEntry {
+                    group,
+                    topic,
+                    partition: *partition,
+                    committed,
+                    commit_timestamp_ms: now,
+                })
+                .collect();
+            match self
+                .log_commits(&mut tx.conn(), log_partition, &entries, now)
+                .await?
+            {
+                Logged::Done(indexes) => {
+                    tx.commit().await?;
+                    self.after_logging(indexes);
+                    return Ok(());
+                }
+                Logged::PartitionGone => {
+                    drop(tx);
+                    self.inner.partitions.forget_queue(OFFSETS_TOPIC);
+                }
+            }
+        }
+        Err(StorageError::CommitFailed)
     }
 
     /// Every committed position of `group`, by topic and Kafka partition.

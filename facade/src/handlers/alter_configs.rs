@@ -4,15 +4,21 @@
 //! `queen.<option>` is given (they are not Kafka configs, and a Kafka tool
 //! replacing the topic's configs does not mean to reset them).
 //!
+//! Brokers and groups: their dynamic configs (`storage::resource_configs`)
+//! become exactly those given; a broker's static settings (its command
+//! line) are refused with `INVALID_REQUEST`, as Kafka refuses a config it
+//! cannot update dynamically.
+//!
 //! Also the pieces IncrementalAlterConfigs shares: resource types, the
-//! change of a topic's options (validated first; bad input changes
-//! nothing) and the answer to broker resources, which accept no change.
+//! change of a topic's options and of a broker's or group's configs
+//! (validated first; bad input changes nothing).
 
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use storage::options::OptionsUpdate;
+use storage::resource_configs::ConfigResource;
 use storage::topic_configs::{self, ConfigError};
 use storage::QueueOptions;
 use storage::{Access, AclOperation};
@@ -23,6 +29,7 @@ use crate::error::storage_code;
 /// Config resource types.
 pub(super) const TOPIC: i8 = 2;
 pub(super) const BROKER: i8 = 4;
+pub(super) const GROUP: i8 = 32;
 
 /// Why a resource's change was refused: the error code and message.
 pub(super) type Refusal = (i16, String);
@@ -51,7 +58,15 @@ pub(super) async fn handle(
                     })
                     .await
                 }
-                BROKER => refuse_broker_change(broker, &name, configs.iter().map(|(n, _)| n)),
+                BROKER | GROUP => match config_resource(broker, resource.resource_type, &name) {
+                    Ok(target) => settle(
+                        broker
+                            .engine
+                            .replace_resource_configs(&target, &configs, request.validate_only)
+                            .await,
+                    ),
+                    Err(refusal) => Err(refusal),
+                },
                 other => Err(unsupported_resource(other)),
             },
         };
@@ -78,6 +93,10 @@ pub(super) fn alter_denied(access: &Access, kind: i8, name: &str) -> Option<Refu
         BROKER if !access.cluster(AclOperation::AlterConfigs) => Some((
             ResponseError::ClusterAuthorizationFailed.code(),
             "ALTER_CONFIGS on the cluster is not allowed".to_owned(),
+        )),
+        GROUP if !access.group(AclOperation::AlterConfigs, name) => Some((
+            ResponseError::GroupAuthorizationFailed.code(),
+            format!("ALTER_CONFIGS on group {name} is not allowed"),
         )),
         _ => None,
     }
@@ -140,37 +159,45 @@ pub(super) fn config_refusal(e: ConfigError) -> Refusal {
     (code.code(), e.to_string())
 }
 
-/// Broker resources: this broker's settings are its command line and
-/// cannot change while it runs, so any change is refused as Kafka refuses a
-/// config that cannot be updated dynamically (`INVALID_REQUEST`); an empty
-/// change is accepted. The name must be this broker's id, or empty for the
-/// cluster default, as in Kafka.
-pub(super) fn refuse_broker_change<'a>(
+/// The broker or group resource `name` names. A broker is this broker's
+/// id, or empty for the default of every broker, as in Kafka.
+pub(super) fn config_resource(
     broker: &Broker,
+    kind: i8,
     name: &str,
-    configs: impl Iterator<Item = &'a String>,
-) -> Result<(), Refusal> {
-    let refuse = |message| Err((ResponseError::InvalidRequest.code(), message));
+) -> Result<ConfigResource, Refusal> {
+    if kind == GROUP {
+        return Ok(ConfigResource::Group(name.to_owned()));
+    }
     if !name.is_empty() && name != broker.node_id.to_string() {
-        return refuse(format!(
-            "Unexpected broker id, expected {} or empty string, but received {name}",
-            broker.node_id
+        return Err((
+            ResponseError::InvalidRequest.code(),
+            format!(
+                "Unexpected broker id, expected {} or empty string, but received {name}",
+                broker.node_id
+            ),
         ));
     }
-    let configs: Vec<&str> = configs.map(String::as_str).collect();
-    if configs.is_empty() {
-        return Ok(());
+    Ok(ConfigResource::Broker(name.to_owned()))
+}
+
+/// The outcome of a change of a broker's or group's configs.
+pub(super) fn settle(
+    outcome: Result<Result<(), ConfigError>, storage::StorageError>,
+) -> Result<(), Refusal> {
+    match outcome {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(config_refusal(e)),
+        Err(e) => Err((storage_code(&e), e.to_string())),
     }
-    refuse(format!(
-        "Cannot update these configs dynamically: {}",
-        configs.join(", ")
-    ))
 }
 
 /// A resource type that has no alterable configs here.
 pub(super) fn unsupported_resource(resource_type: i8) -> Refusal {
     (
         ResponseError::InvalidRequest.code(),
-        format!("Unsupported resource type {resource_type}: only topics (2) and brokers (4)"),
+        format!(
+            "Unsupported resource type {resource_type}: only topics (2), brokers (4) and groups (32)"
+        ),
     )
 }

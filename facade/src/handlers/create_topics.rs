@@ -63,6 +63,11 @@ async fn create(
     if let Some(why) = crate::topic_name::illegal(&name) {
         return fail(result, ResponseError::InvalidTopicException, why);
     }
+    if crate::topic_name::reserved(&name) {
+        // Kafka's words for its own internal topic (`__cluster_metadata`).
+        let why = format!("Creation of internal topic {name} is prohibited.");
+        return fail(result, ResponseError::InvalidRequest, why);
+    }
     let partitions = match (topic.num_partitions, topic.assignments.len()) {
         (-1, 0) => broker.config.default_partitions,
         (-1, n) => n as i32,

@@ -9,10 +9,11 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use storage::resource_configs::{ConfigResource, DescribedResourceConfig};
 use storage::topic_configs::{self, ConfigType, DescribedConfig};
 use storage::{Access, AclOperation};
 
-use super::alter_configs::{BROKER, TOPIC};
+use super::alter_configs::{BROKER, GROUP, TOPIC};
 use crate::broker::Broker;
 use crate::error::storage_code;
 
@@ -70,7 +71,29 @@ pub(super) async fn handle(
                 )),
                 Err(e) => Err((storage_code(&e), e.to_string())),
             },
-            BROKER => Ok(broker_configs(broker, detail)),
+            GROUP if !access.group(AclOperation::DescribeConfigs, &name) => Err((
+                ResponseError::GroupAuthorizationFailed.code(),
+                format!("DESCRIBE_CONFIGS on group {name} is not allowed"),
+            )),
+            BROKER | GROUP => {
+                let target = if resource.resource_type == BROKER {
+                    ConfigResource::Broker(name.clone())
+                } else {
+                    ConfigResource::Group(name.clone())
+                };
+                match broker.engine.describe_resource_configs(&target).await {
+                    Ok(dynamic) => {
+                        let mut entries = if resource.resource_type == BROKER {
+                            broker_configs(broker, detail)
+                        } else {
+                            Vec::new()
+                        };
+                        entries.extend(dynamic.iter().map(|c| dynamic_entry(c, detail)));
+                        Ok(entries)
+                    }
+                    Err(e) => Err((storage_code(&e), e.to_string())),
+                }
+            }
             other => Err((
                 ResponseError::InvalidRequest.code(),
                 format!("resource type {other} has no configs here"),
@@ -129,6 +152,30 @@ fn topic_entry(c: &DescribedConfig, detail: Detail) -> DescribeConfigsResourceRe
         if let Some((name, default)) = &c.default_synonym {
             entry.synonyms.push(synonym(name, default, DEFAULT_CONFIG));
         }
+    }
+    if detail.version >= 3 {
+        entry.config_type = c.config_type.code();
+        if detail.documentation {
+            entry.documentation = Some(text(c.doc));
+        }
+    }
+    entry
+}
+
+/// A dynamic config of a broker or group, with the values it would take
+/// in order of precedence as its synonyms.
+fn dynamic_entry(c: &DescribedResourceConfig, detail: Detail) -> DescribeConfigsResourceResult {
+    let mut entry = DescribeConfigsResourceResult::default()
+        .with_name(text(c.name))
+        .with_value(Some(text(c.value.clone())))
+        .with_config_source(c.source.code())
+        .with_documentation(None);
+    if detail.synonyms {
+        entry.synonyms = c
+            .synonyms
+            .iter()
+            .map(|(name, value, source)| synonym(name, value, source.code()))
+            .collect();
     }
     if detail.version >= 3 {
         entry.config_type = c.config_type.code();

@@ -1,7 +1,8 @@
 //! IncrementalAlterConfigs: SET, DELETE (back to the default), APPEND and
 //! SUBTRACT (list configs only, such as `cleanup.policy`) on a topic's
 //! configs, applied in order and validated as a whole before anything is
-//! stored. Broker resources accept no change (see `alter_configs`).
+//! stored; the same on the dynamic configs of brokers and groups (see
+//! `alter_configs`).
 
 use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -11,8 +12,8 @@ use storage::topic_configs::{self, ConfigOp};
 use storage::Access;
 
 use super::alter_configs::{
-    alter_denied, change_topic, refuse_broker_change, split, unsupported_resource, Refusal, BROKER,
-    TOPIC,
+    alter_denied, change_topic, config_resource, settle, split, unsupported_resource, Refusal,
+    BROKER, GROUP, TOPIC,
 };
 use crate::broker::Broker;
 
@@ -38,13 +39,19 @@ pub(super) async fn handle(
                     }
                     Err(refusal) => Err(refusal),
                 },
-                BROKER => {
-                    let names: Vec<String> = resource
-                        .configs
-                        .iter()
-                        .map(|c| c.name.to_string())
-                        .collect();
-                    refuse_broker_change(broker, &name, names.iter())
+                BROKER | GROUP => {
+                    match (
+                        config_resource(broker, resource.resource_type, &name),
+                        ops(&resource.configs),
+                    ) {
+                        (Ok(target), Ok(changes)) => settle(
+                            broker
+                                .engine
+                                .alter_resource_configs(&target, &changes, request.validate_only)
+                                .await,
+                        ),
+                        (Err(refusal), _) | (_, Err(refusal)) => Err(refusal),
+                    }
                 }
                 other => Err(unsupported_resource(other)),
             },

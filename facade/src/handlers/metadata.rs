@@ -140,6 +140,9 @@ fn topic_answer(version: i16, brokers: &[BrokerInfo], q: &QueueInfo) -> Metadata
     let mut answer = MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(q.name.clone()))))
         .with_partitions(partitions);
+    if version >= 1 {
+        answer.is_internal = storage::offsets_log::is_internal(&q.name);
+    }
     if version >= 10 {
         answer.topic_id = q.topic_id;
     }

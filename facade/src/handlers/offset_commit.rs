@@ -9,6 +9,7 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::ResponseError;
 use storage::offsets::CommittedOffset;
+use storage::offsets_log::MAX_METADATA_BYTES;
 use storage::{Access, AclOperation, PartitionId};
 
 use crate::broker::Broker;
@@ -73,7 +74,15 @@ pub(super) async fn handle(
                 metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
                 leader_epoch: (p.committed_leader_epoch >= 0).then_some(p.committed_leader_epoch),
             };
+            let too_large = offset
+                .metadata
+                .as_ref()
+                .is_some_and(|m| m.len() > MAX_METADATA_BYTES);
             match target(broker, access, &name, p.partition_index).await {
+                // Kafka's `offset.metadata.max.bytes`: the log holds it.
+                Ok(_) if too_large => {
+                    answer.error_code = ResponseError::OffsetMetadataTooLarge.code()
+                }
                 Ok(id) => {
                     commits.push((id, offset));
                     slots.push((topics.len(), partitions.len()));

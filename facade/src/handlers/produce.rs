@@ -95,7 +95,7 @@ pub(super) async fn handle(
                         .engine
                         .start_append(&name, partition_id, batch.records, batch.producer)
                         .await
-                        .map_err(|e| (storage_code(&e), None))
+                        .map_err(|e| (append_code(&e), None))
                 }
                 Err(refused) => Err(refused),
             };
@@ -115,7 +115,7 @@ pub(super) async fn handle(
             let slot = &mut answers[t].1[p];
             match append.offset().await {
                 Ok(base_offset) => slot.2 = base_offset,
-                Err(e) => slot.1 = storage_code(&e),
+                Err(e) => slot.1 = append_code(&e),
             }
         }
         (acks != 0).then(|| answer(answers))
@@ -167,6 +167,19 @@ fn answer(answers: Vec<(TopicProduceResponse, Vec<Slot>)>) -> ProduceResponse {
     ProduceResponse::default().with_responses(responses)
 }
 
+/// The error code of a refused append. A fenced transactional producer's
+/// batch is `INVALID_PRODUCER_EPOCH`, never `PRODUCER_FENCED`: Kafka's
+/// Produce answers only the former, which clients take as fatal for a
+/// transactional producer (the coordinator APIs say `PRODUCER_FENCED`).
+fn append_code(e: &StorageError) -> i16 {
+    let code = storage_code(e);
+    if code == ResponseError::ProducerFenced.code() {
+        ResponseError::InvalidProducerEpoch.code()
+    } else {
+        code
+    }
+}
+
 /// Decodes the records and resolves the partition (creating the topic if
 /// allowed; a refused batch creates nothing), or says which error code the
 /// partition gets (with words for the topic's own rules). The topic's
@@ -179,6 +192,16 @@ async fn prepare(
     records: Bytes,
 ) -> Result<(PartitionId, Decoded), (i16, Option<Refusal>)> {
     let code = |code: i16| (code, None);
+    if storage::offsets_log::is_internal(topic) {
+        // Kafka: "Cannot append to internal topic"; only the broker writes it.
+        return Err((
+            ResponseError::InvalidTopicException.code(),
+            Some(Refusal {
+                message: format!("Cannot append to internal topic {topic}"),
+                records: Vec::new(),
+            }),
+        ));
+    }
     let rules = broker
         .produce_rules(topic)
         .await

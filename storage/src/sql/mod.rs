@@ -10,7 +10,8 @@
 //! [`retention`]: log-start movement, deleting segments, duty leases;
 //! [`stats`]: what a metrics scrape reads, aggregated by the database.
 //! [`users`]: SCRAM credentials; [`acls`]: Kafka ACLs; [`reseal`]: sealed
-//! payloads rewritten for a key rotation.
+//! payloads rewritten for a key rotation; [`resource_configs`]: configs of
+//! brokers and groups.
 
 pub(crate) mod acls;
 pub(crate) mod brokers;
@@ -23,6 +24,7 @@ pub(crate) mod kv;
 pub(crate) mod offsets;
 pub(crate) mod producers;
 pub(crate) mod reseal;
+pub(crate) mod resource_configs;
 pub(crate) mod retention;
 pub(crate) mod segments;
 pub(crate) mod stats;

@@ -1,7 +1,7 @@
 //! Committed offsets as Kafka groups see them: the `consumer_cursors` rows
 //! that native consumer groups move too.
 
-use crate::backend::{on_db, Store};
+use crate::backend::{on_db, Conn, Store};
 use crate::consume::QUEUE_MODE_GROUP;
 use crate::error::Result;
 use crate::model::PartitionId;
@@ -18,17 +18,16 @@ struct OffsetRow {
     leader_epoch: Option<i32>,
 }
 
-/// Stores committed offsets of `group`, (partition id, position) pairs, in
-/// one transaction.
+/// Stores committed offsets of `group`, (partition id, position) pairs,
+/// inside `conn`.
 pub(crate) async fn commit(
-    store: &Store,
+    conn: &mut Conn<'_>,
     group: &str,
     commits: &[(PartitionId, CommittedOffset)],
     now_ms: i64,
 ) -> Result<()> {
-    let mut tx = store.begin_write().await?;
     for (partition_id, c) in commits {
-        on_db!(tx.conn(), conn => { sqlx::query(
+        on_db!(conn, conn => { sqlx::query(
             "INSERT INTO consumer_cursors (partition_id, consumer_group, committed_offset, metadata, \
              leader_epoch, retry_count, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 0, $6, $6) \
              ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
@@ -41,10 +40,25 @@ pub(crate) async fn commit(
         .bind(c.metadata.as_deref().map(str::as_bytes))
         .bind(c.leader_epoch)
         .bind(now_ms)
-        .execute(conn)
+        .execute(&mut **conn)
         .await?; });
     }
-    tx.commit().await
+    Ok(())
+}
+
+/// The topic and Kafka index of a partition, inside `conn`; `None` when
+/// it no longer exists.
+pub(crate) async fn topic_partition(
+    conn: &mut Conn<'_>,
+    partition_id: PartitionId,
+) -> Result<Option<(String, i32)>> {
+    Ok(on_db!(conn, c => sqlx::query_as(
+        "SELECT q.name, p.kafka_index FROM partitions p JOIN queues q ON q.id = p.queue_id \
+         WHERE p.id = $1",
+    )
+    .bind(partition_id)
+    .fetch_optional(&mut **c)
+    .await?))
 }
 
 /// Every committed offset of `group`, by topic and Kafka partition.

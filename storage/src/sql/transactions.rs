@@ -153,6 +153,30 @@ pub(crate) async fn stage_offsets(
     Ok(())
 }
 
+/// A staged offset of a transaction with its group, topic and Kafka index.
+#[derive(sqlx::FromRow)]
+pub(crate) struct StagedOffset {
+    pub consumer_group: String,
+    pub topic: String,
+    pub kafka_index: i32,
+    pub committed_offset: i64,
+    pub metadata: Option<Vec<u8>>,
+    pub leader_epoch: Option<i32>,
+}
+
+/// The offsets a transaction staged, with their groups and partitions.
+pub(crate) async fn staged_offsets(conn: &mut Conn<'_>, tid: &str) -> Result<Vec<StagedOffset>> {
+    Ok(on_db!(conn, c => sqlx::query_as(
+        "SELECT o.consumer_group, q.name AS topic, p.kafka_index, o.committed_offset, o.metadata, \
+         o.leader_epoch FROM kafka_txn_offsets o JOIN partitions p ON p.id = o.partition_id \
+         JOIN queues q ON q.id = p.queue_id WHERE o.transactional_id = $1 \
+         ORDER BY o.consumer_group, q.name, p.kafka_index",
+    )
+    .bind(tid.as_bytes())
+    .fetch_all(&mut **c)
+    .await?))
+}
+
 /// The partitions of a transaction with their queues' names.
 pub(crate) async fn partitions(
     conn: &mut Conn<'_>,

@@ -51,7 +51,7 @@ impl ConfigType {
 
 /// The values a config accepts besides its type.
 #[derive(Debug, Clone, Copy)]
-enum Valid {
+pub(crate) enum Valid {
     /// Any value of the type.
     Any,
     /// An integer (or, for a double, a number) in `min..=max`.
@@ -68,7 +68,7 @@ enum Valid {
 
 /// What a config defaults to.
 #[derive(Debug, Clone, Copy)]
-enum DefaultValue {
+pub(crate) enum DefaultValue {
     /// This text.
     Text(&'static str),
     /// The broker's `message.max.bytes`.
@@ -83,22 +83,22 @@ pub struct ConfigDef {
     pub name: &'static str,
     /// Its type.
     pub config_type: ConfigType,
-    valid: Valid,
-    default: DefaultValue,
+    pub(crate) valid: Valid,
+    pub(crate) default: DefaultValue,
     /// The broker config whose value is the default in Kafka.
     pub broker_synonym: &'static str,
     /// What it is and whether it has an effect here.
     pub doc: &'static str,
 }
 
-const LONG_MAX: &str = "9223372036854775807";
-const INT_MAX: i64 = i32::MAX as i64;
+pub(crate) const LONG_MAX: &str = "9223372036854775807";
+pub(crate) const INT_MAX: i64 = i32::MAX as i64;
 
 macro_rules! def {
     ($name:literal, $ty:ident, $valid:expr, $default:expr, $synonym:literal, $doc:literal) => {
         ConfigDef {
             name: $name,
-            config_type: ConfigType::$ty,
+            config_type: $crate::topic_configs::ConfigType::$ty,
             valid: $valid,
             default: $default,
             broker_synonym: $synonym,
@@ -107,6 +107,7 @@ macro_rules! def {
     };
 }
 
+pub(crate) use def;
 use DefaultValue::Text;
 
 /// Every Kafka topic config a topic accepts, by name. The list and the
@@ -328,7 +329,7 @@ fn check_range(valid: Valid, x: f64) -> Result<(), String> {
 }
 
 /// The items of a list value: comma-separated, trimmed, empty ones left out.
-pub(super) fn list_items(value: &str) -> Vec<&str> {
+pub(crate) fn list_items(value: &str) -> Vec<&str> {
     value
         .split(',')
         .map(str::trim)

@@ -24,6 +24,7 @@ mod describe;
 
 use std::collections::BTreeMap;
 
+pub(crate) use catalogue::{def, list_items, DefaultValue, Valid, INT_MAX, LONG_MAX};
 pub use catalogue::{find, ConfigDef, ConfigType, CATALOGUE, QUEEN_PREFIX};
 pub use change::{alter, carry_over, for_new_topic, replace, ConfigOp};
 pub use describe::{describe, DescribedConfig};

@@ -23,6 +23,7 @@ use crate::backend::Conn;
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
 use crate::offsets::CommittedOffset;
+use crate::offsets_log::{partition_for, Logged, OffsetCommitEntry, OFFSETS_TOPIC};
 use crate::producers::ProducerIdentity;
 use crate::record::{Content, KafkaRecord, Marker, Record, TxnMark};
 use crate::sql;
@@ -221,6 +222,11 @@ impl Engine {
     /// EndTxn: commits or aborts the ongoing transaction. Ending it again
     /// the same way answers success (a retry); anything else is refused.
     pub async fn end_txn(&self, tid: &str, producer: ProducerIdentity, commit: bool) -> Result<()> {
+        if commit {
+            // The commit logs its offsets: the log exists before the
+            // database transaction starts (creating it takes a write).
+            self.ensure_offsets_topic_cached().await?;
+        }
         let now = self.inner.clock.now_ms();
         let mut tx = self.inner.store.begin_write().await?;
         let row = sql::transactions::lock(&mut tx.conn(), tid, now).await?;
@@ -388,11 +394,57 @@ impl Engine {
                 JobOutcome::Refused(e) => return Err(e),
             }
         }
+        let mut indexes = indexes;
         if commit {
             sql::transactions::publish_offsets(conn, tid, now).await?;
+            let logged = self.log_txn_offsets(conn, tid, now).await?;
+            written.extend(logged.written);
+            indexes.extend(logged.indexes);
         }
         sql::transactions::clear(conn, tid).await?;
         Ok(Ended { written, indexes })
+    }
+
+    /// Appends the offsets a committed transaction publishes to the
+    /// `__consumer_offsets` log, as a plain commit would
+    /// ([`crate::offsets_log`]); a group whose log partition does not exist
+    /// (the topic deleted meanwhile) is left out of the log.
+    async fn log_txn_offsets(&self, conn: &mut Conn<'_>, tid: &str, now: i64) -> Result<Ended> {
+        let staged = sql::transactions::staged_offsets(conn, tid).await?;
+        let mut ended = Ended::default();
+        for group in staged.chunk_by(|a, b| a.consumer_group == b.consumer_group) {
+            let name = &group[0].consumer_group;
+            let Some(log) = self
+                .kafka_partition(OFFSETS_TOPIC, partition_for(name))
+                .await?
+            else {
+                continue;
+            };
+            let committed: Vec<CommittedOffset> = group
+                .iter()
+                .map(|o| CommittedOffset {
+                    offset: o.committed_offset,
+                    metadata: sql::text(o.metadata.clone()),
+                    leader_epoch: o.leader_epoch,
+                })
+                .collect();
+            let entries: Vec<OffsetCommitEntry> = group
+                .iter()
+                .zip(&committed)
+                .map(|(o, committed)| OffsetCommitEntry {
+                    group: name,
+                    topic: &o.topic,
+                    partition: o.kafka_index,
+                    committed,
+                    commit_timestamp_ms: now,
+                })
+                .collect();
+            if let Logged::Done(indexes) = self.log_commits(conn, log, &entries, now).await? {
+                ended.indexes.extend(indexes);
+                ended.written.push((log, OFFSETS_TOPIC.to_owned()));
+            }
+        }
+        Ok(ended)
     }
 
     /// After a transaction's end committed: returns the dedup indexes to
