@@ -87,7 +87,7 @@ pub(crate) async fn report_watermarks(
 /// lock, so a fence committed meanwhile is seen).
 pub(crate) async fn open_for_mirror(conn: &mut Conn<'_>, partition_id: PartitionId) -> Result<bool> {
     let open: Option<i64> = on_db!(conn, c => sqlx::query_scalar(
-        "SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id \
+        "SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id \
          JOIN mirror_topics m ON m.topic = q.name WHERE p.id = $1 AND m.fenced = FALSE",
     )
     .bind(partition_id)
