@@ -16,7 +16,8 @@ use serde::Serialize;
 use crate::append::pack;
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
-use crate::record::Record;
+use crate::record::{Marker, Record, TxnMark};
+use crate::transactions::marker_record;
 use crate::sql;
 use crate::Engine;
 
@@ -127,6 +128,19 @@ impl Engine {
         }
         let end = fresh.last().map_or(head.next_offset, |r| r.offset + 1);
         let next = end.max(advance_to).max(head.next_offset);
+        if next > end {
+            // A gap at the end (the source's readers skipped a transaction
+            // marker or aborted records there): a commit marker takes its
+            // last offset, as in Kafka's log, so readers see the partition
+            // end at `next` rather than waiting inside the gap.
+            let mark = TxnMark {
+                producer_id: -1,
+                epoch: -1,
+                marker: Some(Marker::Commit),
+            };
+            let marker = marker_record(mark, created_at);
+            segments.extend(pack(head.id, next - 1, created_at, &[&marker], seal)?);
+        }
         if next == head.next_offset {
             tx.rollback().await?;
             return Ok(MirrorAppend {
