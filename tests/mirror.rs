@@ -173,8 +173,11 @@ fn read_all(bootstrap: &str, topic: &str, partitions: i32) -> Vec<Rec> {
     let deadline = Instant::now() + Duration::from_secs(60);
     // A partition is read when the consumer reports its end (past any
     // transaction marker at the end, which no reader sees as a record).
-    let mut at_end: std::collections::HashSet<i32> =
-        ends.iter().filter(|(_, h)| **h == 0).map(|(p, _)| *p).collect();
+    let mut at_end: std::collections::HashSet<i32> = ends
+        .iter()
+        .filter(|(_, h)| **h == 0)
+        .map(|(p, _)| *p)
+        .collect();
     while at_end.len() < partitions as usize {
         assert!(
             Instant::now() < deadline,
@@ -218,7 +221,12 @@ fn read_all(bootstrap: &str, topic: &str, partitions: i32) -> Vec<Rec> {
 fn watermarks(bootstrap: &str, topic: &str, partitions: i32) -> Vec<i64> {
     let consumer: BaseConsumer = client(bootstrap).create().expect("consumer");
     (0..partitions)
-        .map(|p| consumer.fetch_watermarks(topic, p, TIMEOUT).expect("watermarks").1)
+        .map(|p| {
+            consumer
+                .fetch_watermarks(topic, p, TIMEOUT)
+                .expect("watermarks")
+                .1
+        })
         .collect()
 }
 
@@ -323,12 +331,19 @@ async fn records_arrive_at_their_source_offsets_and_keep_coming(url: &str) {
             .create()
             .expect("transactional producer");
         txn.init_transactions(TIMEOUT).expect("init");
-        for (commit, values) in [(false, ["aborted-1", "aborted-2", "aborted-3"]), (true, ["kept-1", "kept-2", "kept-3"])] {
+        for (commit, values) in [
+            (false, ["aborted-1", "aborted-2", "aborted-3"]),
+            (true, ["kept-1", "kept-2", "kept-3"]),
+        ] {
             txn.begin_transaction().expect("begin");
             for v in values {
-                txn.send(BaseRecord::<[u8], [u8]>::to("one").partition(0).payload(v.as_bytes()))
-                    .map_err(|(e, _)| e)
-                    .expect("send");
+                txn.send(
+                    BaseRecord::<[u8], [u8]>::to("one")
+                        .partition(0)
+                        .payload(v.as_bytes()),
+                )
+                .map_err(|(e, _)| e)
+                .expect("send");
             }
             txn.flush(TIMEOUT).expect("flushed");
             if commit {
@@ -341,7 +356,8 @@ async fn records_arrive_at_their_source_offsets_and_keep_coming(url: &str) {
     .await;
     // A gap at the start: DeleteRecords moves the source's log start.
     let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset("one", 0, Offset::Offset(7)).expect("tpl");
+    tpl.add_partition_offset("one", 0, Offset::Offset(7))
+        .expect("tpl");
     admin(&src)
         .delete_records(&tpl, &AdminOptions::new())
         .await
@@ -355,25 +371,39 @@ async fn records_arrive_at_their_source_offsets_and_keep_coming(url: &str) {
         wait_mirrored(&dest, topic, &highs).await;
         let (s, d) = (src.clone(), dest.kafka.clone());
         let (from_source, mirrored) = blocking(move || {
-            (read_all(&s, topic, partitions), read_all(&d, topic, partitions))
+            (
+                read_all(&s, topic, partitions),
+                read_all(&d, topic, partitions),
+            )
         })
         .await;
         assert_eq!(from_source.len(), mirrored.len(), "{topic}");
-        assert_eq!(from_source, mirrored, "{topic}: the same records at the same offsets");
+        assert_eq!(
+            from_source, mirrored,
+            "{topic}: the same records at the same offsets"
+        );
     }
     let one = blocking({
         let d = dest.kafka.clone();
         move || read_all(&d, "one", 1)
     })
     .await;
-    assert_eq!(one.first().map(|r| r.offset), Some(7), "the log start is the source's");
+    assert_eq!(
+        one.first().map(|r| r.offset),
+        Some(7),
+        "the log start is the source's"
+    );
     let offsets: Vec<i64> = one.iter().map(|r| r.offset).collect();
     assert!(
         offsets.windows(2).any(|w| w[1] > w[0] + 1),
         "the aborted transaction is a gap: {offsets:?}"
     );
-    assert!(one.iter().any(|r| r.value.as_deref() == Some(b"kept-2".as_slice())));
-    assert!(!one.iter().any(|r| r.value.as_deref() == Some(b"aborted-2".as_slice())));
+    assert!(one
+        .iter()
+        .any(|r| r.value.as_deref() == Some(b"kept-2".as_slice())));
+    assert!(!one
+        .iter()
+        .any(|r| r.value.as_deref() == Some(b"aborted-2".as_slice())));
     let d = dest.kafka.clone();
     let earliest = blocking(move || {
         let c: BaseConsumer = client(&d).create().expect("consumer");
@@ -387,9 +417,16 @@ async fn records_arrive_at_their_source_offsets_and_keep_coming(url: &str) {
         .describe_configs(&[ResourceSpecifier::Topic("one")], &AdminOptions::new())
         .await
         .expect("describe");
-    let resource = described.into_iter().next().expect("one").expect("described");
+    let resource = described
+        .into_iter()
+        .next()
+        .expect("one")
+        .expect("described");
     assert_eq!(
-        resource.get("retention.ms").and_then(|e| e.value.clone()).as_deref(),
+        resource
+            .get("retention.ms")
+            .and_then(|e| e.value.clone())
+            .as_deref(),
         Some("604800001")
     );
 
@@ -398,7 +435,9 @@ async fn records_arrive_at_their_source_offsets_and_keep_coming(url: &str) {
     assert!(
         matches!(
             refused,
-            Err(KafkaError::MessageProduction(RDKafkaErrorCode::PolicyViolation))
+            Err(KafkaError::MessageProduction(
+                RDKafkaErrorCode::PolicyViolation
+            ))
         ),
         "{refused:?}"
     );
@@ -422,7 +461,13 @@ async fn records_arrive_at_their_source_offsets_and_keep_coming(url: &str) {
         let highs = blocking(move || watermarks(&s, topic, partitions)).await;
         wait_mirrored(&dest, topic, &highs).await;
         let (s, d) = (src.clone(), dest.kafka.clone());
-        let (a, b) = blocking(move || (read_all(&s, topic, partitions), read_all(&d, topic, partitions))).await;
+        let (a, b) = blocking(move || {
+            (
+                read_all(&s, topic, partitions),
+                read_all(&d, topic, partitions),
+            )
+        })
+        .await;
         assert_eq!(a, b, "{topic} after more records");
     }
 
@@ -434,8 +479,16 @@ async fn records_arrive_at_their_source_offsets_and_keep_coming(url: &str) {
         .expect("queen mirror-status");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert_eq!(text.lines().filter(|l| l.starts_with("eight\t")).count(), 8, "{text}");
-    assert!(text.lines().any(|l| l.starts_with("one\t0\t") && l.contains("\t0\tmirroring")), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("eight\t")).count(),
+        8,
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("one\t0\t") && l.contains("\t0\tmirroring")),
+        "{text}"
+    );
 }
 
 async fn a_killed_mirror_resumes_and_writes_nothing_twice(url: &str) {
@@ -453,18 +506,28 @@ async fn a_killed_mirror_resumes_and_writes_nothing_twice(url: &str) {
         let mirrored: i64 = match status_of(&dest, "big").await {
             Some(t) => t["partitions"]
                 .as_array()
-                .map(|ps| ps.iter().filter_map(|p| p["mirrored_offset"].as_i64()).sum())
+                .map(|ps| {
+                    ps.iter()
+                        .filter_map(|p| p["mirrored_offset"].as_i64())
+                        .sum()
+                })
                 .unwrap_or(0),
             None => 0,
         };
         if mirrored > 0 {
             break mirrored;
         }
-        assert!(Instant::now() < deadline, "the mirror never started copying");
+        assert!(
+            Instant::now() < deadline,
+            "the mirror never started copying"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
     mirror.kill();
-    assert!(killed_at < TOTAL, "killed mid-copy, at {killed_at} of {TOTAL}");
+    assert!(
+        killed_at < TOTAL,
+        "killed mid-copy, at {killed_at} of {TOTAL}"
+    );
 
     let _mirror = MirrorProcess::start(url, &src, &["--topics", "big"]);
     let s = src.clone();
@@ -490,7 +553,11 @@ fn produce_numbers(bootstrap: &str, topic: &str, first: i64, until: i64, stop: &
     while n < until && !stop.load(Ordering::Relaxed) {
         let value = n.to_string();
         producer
-            .send(BaseRecord::<[u8], [u8]>::to(topic).partition((n % 2) as i32).payload(value.as_bytes()))
+            .send(
+                BaseRecord::<[u8], [u8]>::to(topic)
+                    .partition((n % 2) as i32)
+                    .payload(value.as_bytes()),
+            )
             .map_err(|(e, _)| e)
             .expect("queued");
         producer.poll(Duration::from_millis(2));
@@ -502,7 +569,12 @@ fn produce_numbers(bootstrap: &str, topic: &str, first: i64, until: i64, stop: &
 
 /// Consumes `topic` as member of `group` at `bootstrap` until `enough`
 /// says so, commits and leaves: (partition, offset, number) in order.
-fn consume_numbers(bootstrap: &str, topic: &str, group: &str, enough: impl Fn(usize) -> bool) -> Vec<(i32, i64, i64)> {
+fn consume_numbers(
+    bootstrap: &str,
+    topic: &str,
+    group: &str,
+    enough: impl Fn(usize) -> bool,
+) -> Vec<(i32, i64, i64)> {
     let consumer: BaseConsumer = client(bootstrap)
         .set("group.id", group)
         .set("enable.auto.commit", "false")
@@ -513,7 +585,11 @@ fn consume_numbers(bootstrap: &str, topic: &str, group: &str, enough: impl Fn(us
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(120);
     while !enough(seen.len()) {
-        assert!(Instant::now() < deadline, "{group} saw only {} records", seen.len());
+        assert!(
+            Instant::now() < deadline,
+            "{group} saw only {} records",
+            seen.len()
+        );
         if let Some(m) = consumer.poll(Duration::from_millis(200)) {
             let m = m.expect("message");
             let n: i64 = std::str::from_utf8(m.payload().expect("value"))
@@ -523,19 +599,28 @@ fn consume_numbers(bootstrap: &str, topic: &str, group: &str, enough: impl Fn(us
             seen.push((m.partition(), m.offset(), n));
         }
     }
-    consumer.commit_consumer_state(CommitMode::Sync).expect("commit");
+    consumer
+        .commit_consumer_state(CommitMode::Sync)
+        .expect("commit");
     seen
 }
 
 /// The committed offsets of `group` on partitions 0 and 1 of `topic`.
 fn committed(bootstrap: &str, topic: &str, group: &str) -> Vec<i64> {
-    let consumer: BaseConsumer = client(bootstrap).set("group.id", group).create().expect("consumer");
+    let consumer: BaseConsumer = client(bootstrap)
+        .set("group.id", group)
+        .create()
+        .expect("consumer");
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition(topic, 0);
     tpl.add_partition(topic, 1);
     let got = consumer.committed_offsets(tpl, TIMEOUT).expect("committed");
     (0..2)
-        .map(|p| got.find_partition(topic, p).and_then(|e| e.offset().to_raw()).unwrap_or(-1))
+        .map(|p| {
+            got.find_partition(topic, p)
+                .and_then(|e| e.offset().to_raw())
+                .unwrap_or(-1)
+        })
         .collect()
 }
 
@@ -551,7 +636,12 @@ async fn a_consumer_group_cuts_over_exactly_once(url: &str) {
     let produced = Arc::new(AtomicI64::new(0));
     let producer = {
         let (s, stop, produced) = (src.clone(), stop.clone(), produced.clone());
-        std::thread::spawn(move || produced.store(produce_numbers(&s, "cut", 0, i64::MAX, &stop), Ordering::SeqCst))
+        std::thread::spawn(move || {
+            produced.store(
+                produce_numbers(&s, "cut", 0, i64::MAX, &stop),
+                Ordering::SeqCst,
+            )
+        })
     };
     // …and a consumer group reads there and commits, then stops.
     let s = src.clone();
@@ -583,7 +673,9 @@ async fn a_consumer_group_cuts_over_exactly_once(url: &str) {
     let second = {
         let (d, total, already) = (dest.kafka.clone(), total.clone(), first.len());
         std::thread::spawn(move || {
-            consume_numbers(&d, "cut", "cut", |n| (already + n) as i64 >= total.load(Ordering::SeqCst))
+            consume_numbers(&d, "cut", "cut", |n| {
+                (already + n) as i64 >= total.load(Ordering::SeqCst)
+            })
         })
     };
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -597,11 +689,28 @@ async fn a_consumer_group_cuts_over_exactly_once(url: &str) {
     wait_mirrored(&dest, "cut", &highs).await;
     // Before the fence a local produce is refused; then the fence.
     let refused = local_produce(&dest.kafka, "cut", "-1").await;
-    assert!(matches!(refused, Err(KafkaError::MessageProduction(RDKafkaErrorCode::PolicyViolation))), "{refused:?}");
+    assert!(
+        matches!(
+            refused,
+            Err(KafkaError::MessageProduction(
+                RDKafkaErrorCode::PolicyViolation
+            ))
+        ),
+        "{refused:?}"
+    );
     dest.post("/api/v1/mirror/cut/fence", json!({})).await;
     // The producer moves to this broker.
     let d = dest.kafka.clone();
-    let end = blocking(move || produce_numbers(&d, "cut", at_switch, at_switch + 200, &AtomicBool::new(false))).await;
+    let end = blocking(move || {
+        produce_numbers(
+            &d,
+            "cut",
+            at_switch,
+            at_switch + 200,
+            &AtomicBool::new(false),
+        )
+    })
+    .await;
     total.store(end, Ordering::SeqCst);
     let second = blocking(move || second.join().expect("consumer")).await;
 
@@ -609,13 +718,22 @@ async fn a_consumer_group_cuts_over_exactly_once(url: &str) {
     let all: Vec<(i32, i64, i64)> = first.iter().chain(&second).copied().collect();
     let mut numbers: Vec<i64> = all.iter().map(|r| r.2).collect();
     numbers.sort_unstable();
-    assert_eq!(numbers, (0..end).collect::<Vec<_>>(), "every record exactly once");
+    assert_eq!(
+        numbers,
+        (0..end).collect::<Vec<_>>(),
+        "every record exactly once"
+    );
     let mut by_partition: BTreeMap<i32, Vec<(i64, i64)>> = BTreeMap::new();
     for (p, o, n) in &all {
         by_partition.entry(*p).or_default().push((*o, *n));
     }
     for (p, records) in &by_partition {
-        assert!(records.windows(2).all(|w| w[1].0 > w[0].0 && w[1].1 > w[0].1), "partition {p} in order");
+        assert!(
+            records
+                .windows(2)
+                .all(|w| w[1].0 > w[0].0 && w[1].1 > w[0].1),
+            "partition {p} in order"
+        );
     }
 
     // A native (HTTP) consumer of the same group continues from there.
@@ -636,7 +754,11 @@ async fn a_consumer_group_cuts_over_exactly_once(url: &str) {
         );
     }
     got.sort_unstable();
-    assert_eq!(got, (end..end + 10).collect::<Vec<_>>(), "the HTTP group continues after the Kafka commits");
+    assert_eq!(
+        got,
+        (end..end + 10).collect::<Vec<_>>(),
+        "the HTTP group continues after the Kafka commits"
+    );
     let status = status_of(&dest, "cut").await.expect("status");
     assert_eq!(status["fenced"], true, "{status}");
 }

@@ -42,7 +42,11 @@ impl Groups {
 
     /// Copies each group's source commits on the mirrored partitions that
     /// are ahead of the local ones.
-    pub(super) async fn copy(&mut self, engine: &Engine, partitions: &HashMap<(String, i32), Local>) {
+    pub(super) async fn copy(
+        &mut self,
+        engine: &Engine,
+        partitions: &HashMap<(String, i32), Local>,
+    ) {
         if partitions.is_empty() {
             return;
         }
@@ -64,9 +68,10 @@ async fn copy_group(
     for (topic, index) in partitions.keys() {
         list.add_partition(topic, *index);
     }
-    let committed = tokio::task::spawn_blocking(move || consumer.committed_offsets(list, SOURCE_TIMEOUT))
-        .await?
-        .context("OffsetFetch at the source")?;
+    let committed =
+        tokio::task::spawn_blocking(move || consumer.committed_offsets(list, SOURCE_TIMEOUT))
+            .await?
+            .context("OffsetFetch at the source")?;
     let local: HashMap<(String, i32), i64> = engine
         .committed_offsets(group)
         .await?
@@ -96,7 +101,11 @@ async fn copy_group(
         ));
     }
     if !commits.is_empty() {
-        tracing::debug!(group, partitions = commits.len(), "mirror: group offsets copied");
+        tracing::debug!(
+            group,
+            partitions = commits.len(),
+            "mirror: group offsets copied"
+        );
         engine.commit_offsets(group, &commits).await?;
     }
     Ok(())

@@ -78,7 +78,10 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let client = client_config(&args)?;
     let selection = Selection::new(&args, &client)?;
-    let Source { mut batches, control } = Source::start(&client)?;
+    let Source {
+        mut batches,
+        control,
+    } = Source::start(&client)?;
     let mut groups = groups::Groups::new(&client, &args.groups)?;
     let mut mirror = Mirror {
         engine,
@@ -152,7 +155,10 @@ impl Mirror {
                 .get(&(topic.clone(), *index))
                 .is_some_and(|l| l.next < *position);
             if behind {
-                if let Err(e) = self.append(topic, *index, Vec::new(), Some(*position)).await {
+                if let Err(e) = self
+                    .append(topic, *index, Vec::new(), Some(*position))
+                    .await
+                {
                     failed.push((topic.clone(), e.to_string()));
                 }
             }

@@ -70,7 +70,10 @@ impl Control {
     }
 
     fn take(&self) -> Vec<Change> {
-        self.changes.lock().map(|mut c| std::mem::take(&mut *c)).unwrap_or_default()
+        self.changes
+            .lock()
+            .map(|mut c| std::mem::take(&mut *c))
+            .unwrap_or_default()
     }
 }
 
@@ -140,7 +143,9 @@ fn consume(consumer: &BaseConsumer, control: &Control, sender: &mpsc::Sender<Bat
         if let Ok(positions) = consumer.position() {
             for e in positions.elements() {
                 if let Offset::Offset(o) = e.offset() {
-                    batch.positions.insert((e.topic().to_owned(), e.partition()), o);
+                    batch
+                        .positions
+                        .insert((e.topic().to_owned(), e.partition()), o);
                 }
             }
         }

@@ -59,7 +59,8 @@ impl Selection {
 
     fn wants(&self, topic: &str) -> bool {
         !topic.starts_with("__")
-            && (self.names.contains(topic) || self.pattern.as_ref().is_some_and(|p| p.is_match(topic)))
+            && (self.names.contains(topic)
+                || self.pattern.as_ref().is_some_and(|p| p.is_match(topic)))
     }
 }
 
@@ -85,7 +86,10 @@ impl Mirror {
         };
         if std::mem::take(&mut self.selection.unreachable) {
             for topic in self.topics.keys() {
-                let _ = self.engine.set_mirror_error(topic, &self.source_name, None).await;
+                let _ = self
+                    .engine
+                    .set_mirror_error(topic, &self.source_name, None)
+                    .await;
             }
         }
         let gone: Vec<String> = self
@@ -128,7 +132,10 @@ impl Mirror {
         let error = format!("the source cannot be reached: {error}");
         tracing::warn!(error, "mirror");
         for topic in self.topics.keys() {
-            let _ = self.engine.set_mirror_error(topic, &self.source_name, Some(&error)).await;
+            let _ = self
+                .engine
+                .set_mirror_error(topic, &self.source_name, Some(&error))
+                .await;
         }
     }
 
@@ -138,7 +145,12 @@ impl Mirror {
             Some(q) => q,
             None => {
                 let options = self.source_configs(topic).await?;
-                if self.engine.create_topic(topic, partitions, &options).await? == TopicCreation::Created {
+                if self
+                    .engine
+                    .create_topic(topic, partitions, &options)
+                    .await?
+                    == TopicCreation::Created
+                {
                     tracing::info!(topic, partitions, "mirror: topic created");
                 }
                 self.engine
@@ -152,19 +164,23 @@ impl Mirror {
             "the local topic has {} partitions, the source's {partitions}: delete it here or give it the same count",
             local.partitions.len()
         );
-        if self.engine.register_mirror(topic, &self.source_name).await? {
+        if self
+            .engine
+            .register_mirror(topic, &self.source_name)
+            .await?
+        {
             tracing::info!(topic, "mirror: topic fenced, not mirrored");
             self.selection.given_up.insert(topic.to_owned());
             return Ok(());
         }
-        self.engine.set_mirror_error(topic, &self.source_name, None).await?;
+        self.engine
+            .set_mirror_error(topic, &self.source_name, None)
+            .await?;
         let mut assign = Vec::new();
         for p in &local.partitions {
             let next = self.engine.log_bounds(p.id).await?.next_offset;
-            self.partitions.insert(
-                (topic.to_owned(), p.kafka_index),
-                Local { id: p.id, next },
-            );
+            self.partitions
+                .insert((topic.to_owned(), p.kafka_index), Local { id: p.id, next });
             assign.push((topic.to_owned(), p.kafka_index, next));
         }
         self.topics.insert(topic.to_owned(), partitions);
@@ -193,8 +209,13 @@ impl Mirror {
                 if entry.is_default || entry.source != ConfigSource::DynamicTopic {
                     continue;
                 }
-                if topic_configs::find(&entry.name).is_none() {
-                    tracing::warn!(topic, config = entry.name, "mirror: config not known here, left out");
+                // `queen.<option>`: a queen source's native options come along too.
+                if topic_configs::find(&entry.name).is_none() && !entry.name.starts_with("queen.") {
+                    tracing::warn!(
+                        topic,
+                        config = entry.name,
+                        "mirror: config not known here, left out"
+                    );
                     continue;
                 }
                 configs.push((entry.name, entry.value));
@@ -208,7 +229,11 @@ impl Mirror {
     pub(super) async fn stop(&mut self, topic: &str, error: Option<&str>) {
         if let Some(error) = error {
             tracing::warn!(topic, error, "mirror: topic stopped");
-            if let Err(e) = self.engine.set_mirror_error(topic, &self.source_name, Some(error)).await {
+            if let Err(e) = self
+                .engine
+                .set_mirror_error(topic, &self.source_name, Some(error))
+                .await
+            {
                 tracing::error!(topic, error = %e, "mirror: cannot store the topic's error");
             }
         }
@@ -248,7 +273,9 @@ impl Mirror {
             partitions
                 .into_iter()
                 .map(|(topic, index)| {
-                    let high = meta.fetch_watermarks(&topic, index, SOURCE_TIMEOUT).map(|(_, high)| high);
+                    let high = meta
+                        .fetch_watermarks(&topic, index, SOURCE_TIMEOUT)
+                        .map(|(_, high)| high);
                     (topic, index, high)
                 })
                 .collect::<Vec<_>>()
@@ -263,7 +290,11 @@ impl Mirror {
             }
         }
         for (topic, watermarks) in by_topic {
-            if let Err(e) = self.engine.report_source_watermarks(&topic, &watermarks).await {
+            if let Err(e) = self
+                .engine
+                .report_source_watermarks(&topic, &watermarks)
+                .await
+            {
                 tracing::warn!(topic, error = %e, "mirror: cannot store the watermarks");
             }
         }

@@ -17,8 +17,8 @@ use crate::append::pack;
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
 use crate::record::{Marker, Record, TxnMark};
-use crate::transactions::marker_record;
 use crate::sql;
+use crate::transactions::marker_record;
 use crate::Engine;
 
 /// A record with the offset it has at the source.
@@ -91,7 +91,9 @@ impl Engine {
             )));
         }
         if records.first().is_some_and(|r| r.offset < 0) {
-            return Err(StorageError::InvalidInput("offsets are not negative".into()));
+            return Err(StorageError::InvalidInput(
+                "offsets are not negative".into(),
+            ));
         }
         let now = self.inner.clock.now_ms();
         let mut tx = self.inner.store.begin_write().await?;

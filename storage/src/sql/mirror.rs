@@ -7,7 +7,12 @@ use crate::model::PartitionId;
 
 /// Registers `topic` as mirrored from `source` unless it already is (a
 /// fenced topic stays fenced); whether it is fenced.
-pub(crate) async fn register(store: &Store, topic: &str, source: &str, now_ms: i64) -> Result<bool> {
+pub(crate) async fn register(
+    store: &Store,
+    topic: &str,
+    source: &str,
+    now_ms: i64,
+) -> Result<bool> {
     let mut tx = store.begin_write().await?;
     let fenced: bool = on_db!(tx.conn(), c => {
         sqlx::query(
@@ -85,7 +90,10 @@ pub(crate) async fn report_watermarks(
 /// Whether the queue of partition `partition_id` is mirrored and not
 /// fenced, read afresh inside `conn`'s transaction (after the partition's
 /// lock, so a fence committed meanwhile is seen).
-pub(crate) async fn open_for_mirror(conn: &mut Conn<'_>, partition_id: PartitionId) -> Result<bool> {
+pub(crate) async fn open_for_mirror(
+    conn: &mut Conn<'_>,
+    partition_id: PartitionId,
+) -> Result<bool> {
     let open: Option<i64> = on_db!(conn, c => sqlx::query_scalar(
         "SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id \
          JOIN mirror_topics m ON m.topic = q.name WHERE p.id = $1 AND m.fenced = FALSE",
@@ -146,7 +154,11 @@ pub(crate) async fn status(store: &Store) -> Result<Vec<StatusRow>> {
 /// caught up with the source; the partitions still behind otherwise, as
 /// (index, mirrored offset, source high watermark). The caller holds the
 /// topic's partition locks.
-pub(crate) async fn fence(conn: &mut Conn<'_>, topic: &str, now_ms: i64) -> Result<Vec<(i32, i64, i64)>> {
+pub(crate) async fn fence(
+    conn: &mut Conn<'_>,
+    topic: &str,
+    now_ms: i64,
+) -> Result<Vec<(i32, i64, i64)>> {
     let sql = format!("{STATUS} WHERE m.topic = $1 ORDER BY mp.kafka_index");
     let rows: Vec<StatusRow> =
         on_db!(conn, c => sqlx::query_as(&sql).bind(topic).fetch_all(&mut **c).await?);

@@ -57,13 +57,19 @@ pub(crate) async fn mirrored_records_keep_source_offsets_gaps_and_are_written_on
         .mirror_append("m", id, vec![at(6)], 10)
         .await
         .expect("advance");
-    assert_eq!((advanced.written, advanced.skipped, advanced.next_offset), (0, 1, 10));
+    assert_eq!(
+        (advanced.written, advanced.skipped, advanced.next_offset),
+        (0, 1, 10)
+    );
     // A restarted mirror sends what it already wrote again: skipped.
     let again = engine
         .mirror_append("m", id, [5, 6, 9, 10, 11].map(at).to_vec(), 0)
         .await
         .expect("again");
-    assert_eq!((again.written, again.skipped, again.next_offset), (2, 3, 12));
+    assert_eq!(
+        (again.written, again.skipped, again.next_offset),
+        (2, 3, 12)
+    );
     // The gap at the end of the first appends ends in a commit marker, as
     // in Kafka's log, so readers see the partition end at 10.
     let mut expected = values(&[0, 1, 2, 5, 6]);
@@ -85,7 +91,10 @@ pub(crate) async fn mirrored_records_keep_source_offsets_gaps_and_are_written_on
 pub(crate) async fn a_mirror_starting_past_the_source_log_start_moves_the_local_one(db: &Db) {
     let engine = db.engine().await;
     let id = one_partition_topic(&engine, "late").await;
-    engine.register_mirror("late", SOURCE).await.expect("register");
+    engine
+        .register_mirror("late", SOURCE)
+        .await
+        .expect("register");
     engine
         .mirror_append("late", id, [50, 51].map(at).to_vec(), 0)
         .await
@@ -105,7 +114,10 @@ pub(crate) async fn local_producers_wait_for_the_fence_and_the_mirror_stops_at_i
         .expect_err("not mirrored");
     assert!(matches!(err, StorageError::InvalidInput(_)), "{err}");
 
-    engine.register_mirror("cut", SOURCE).await.expect("register");
+    engine
+        .register_mirror("cut", SOURCE)
+        .await
+        .expect("register");
     engine
         .mirror_append("cut", id, [0, 1, 2].map(at).to_vec(), 0)
         .await
@@ -126,7 +138,10 @@ pub(crate) async fn local_producers_wait_for_the_fence_and_the_mirror_stops_at_i
         .expect("report");
     let err = engine.fence_mirror("cut").await.expect_err("behind");
     assert!(err.to_string().contains("0 at 3 of 5"), "{err}");
-    assert!(engine.append_records("cut", id, vec![kafka("x", START_MS)]).await.is_err());
+    assert!(engine
+        .append_records("cut", id, vec![kafka("x", START_MS)])
+        .await
+        .is_err());
     let status = engine.mirror_status().await.expect("status");
     assert_eq!(status.len(), 1);
     assert!(!status[0].fenced);
@@ -159,7 +174,10 @@ pub(crate) async fn local_producers_wait_for_the_fence_and_the_mirror_stops_at_i
         .expect_err("the mirror stops at the fence");
     assert!(err.to_string().contains("fenced"), "{err}");
     // Registering again does not undo the fence.
-    assert!(engine.register_mirror("cut", SOURCE).await.expect("register"));
+    assert!(engine
+        .register_mirror("cut", SOURCE)
+        .await
+        .expect("register"));
     let status = engine.mirror_status().await.expect("status");
     assert!(status[0].fenced);
     assert_eq!(status[0].partitions[0].mirrored_offset, 6);
@@ -168,11 +186,18 @@ pub(crate) async fn local_producers_wait_for_the_fence_and_the_mirror_stops_at_i
 pub(crate) async fn errors_are_shown_per_topic_and_cleared(db: &Db) {
     let engine = db.engine().await;
     engine
-        .set_mirror_error("never-created", SOURCE, Some("local topic has 2 partitions, source 4"))
+        .set_mirror_error(
+            "never-created",
+            SOURCE,
+            Some("local topic has 2 partitions, source 4"),
+        )
         .await
         .expect("error");
     one_partition_topic(&engine, "fine").await;
-    engine.register_mirror("fine", SOURCE).await.expect("register");
+    engine
+        .register_mirror("fine", SOURCE)
+        .await
+        .expect("register");
     let status = engine.mirror_status().await.expect("status");
     let names: Vec<(&str, Option<&str>)> = status
         .iter()
@@ -182,15 +207,23 @@ pub(crate) async fn errors_are_shown_per_topic_and_cleared(db: &Db) {
         names,
         [
             ("fine", None),
-            ("never-created", Some("local topic has 2 partitions, source 4"))
+            (
+                "never-created",
+                Some("local topic has 2 partitions, source 4")
+            )
         ]
     );
     engine
         .set_mirror_error("never-created", SOURCE, None)
         .await
         .expect("clear");
-    assert!(engine.mirror_status().await.expect("status")[1].error.is_none());
-    let err = engine.fence_mirror("absent").await.expect_err("not mirrored");
+    assert!(engine.mirror_status().await.expect("status")[1]
+        .error
+        .is_none());
+    let err = engine
+        .fence_mirror("absent")
+        .await
+        .expect_err("not mirrored");
     assert!(err.to_string().contains("not mirrored"), "{err}");
 }
 
@@ -206,7 +239,11 @@ pub(crate) async fn two_mirrors_of_one_partition_write_each_offset_once(db: &Db)
         tokio::spawn(async move {
             let mut written = 0;
             for batch in batches {
-                written += engine.mirror_append("race", id, batch, 0).await.expect("append").written;
+                written += engine
+                    .mirror_append("race", id, batch, 0)
+                    .await
+                    .expect("append")
+                    .written;
             }
             written
         })
