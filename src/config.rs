@@ -314,6 +314,20 @@ pub enum Command {
     /// (`--encryption-retired-key-files`), while brokers keep serving.
     /// Once it reports none left, the retired keys can be dropped.
     Reseal,
+    /// Copies topics and consumer-group offsets from a source Kafka cluster
+    /// into this broker's database, at their source offsets, until SIGINT
+    /// or SIGTERM (README, "Migrating from Kafka").
+    Mirror(crate::mirror::MirrorArgs),
+    /// Shows each mirrored topic's partitions: the source's high watermark,
+    /// the mirrored offset and the lag, and the topic's error.
+    MirrorStatus,
+    /// Hands a mirrored topic to local producers once the mirror has caught
+    /// up with the source; from then on the mirror no longer writes to it.
+    MirrorFence {
+        /// The topics to fence.
+        #[arg(required = true)]
+        topics: Vec<String>,
+    },
 }
 
 /// `queen user …`.

@@ -14,6 +14,7 @@ pub mod http;
 pub mod http_security;
 pub mod kafka_listeners;
 pub mod metrics;
+pub mod mirror;
 
 use std::future::Future;
 

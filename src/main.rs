@@ -1,6 +1,7 @@
-//! `queen`: runs the broker with both front doors, manages its users, or
-//! rotates its payload key.
+//! `queen`: runs the broker with both front doors, manages its users,
+//! rotates its payload key, or mirrors a Kafka cluster into its database.
 
+mod mirror_command;
 mod reseal_command;
 mod user_command;
 
@@ -25,6 +26,9 @@ async fn main() -> anyhow::Result<()> {
     match &config.command {
         Some(Command::User(command)) => user_command::run(&config.database_url, command).await,
         Some(Command::Reseal) => reseal_command::run(&config).await,
+        Some(Command::Mirror(args)) => mirror_command::run(&config, args).await,
+        Some(Command::MirrorStatus) => mirror_command::status(&config).await,
+        Some(Command::MirrorFence { topics }) => mirror_command::fence(&config, topics).await,
         None => queen::run(config, queen::shutdown_signal()).await,
     }
 }

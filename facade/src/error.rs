@@ -17,6 +17,8 @@ pub(crate) fn storage_code(err: &StorageError) -> i16 {
         | StorageError::KvValueTooLarge { .. } => ResponseError::InvalidRequest,
         StorageError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
         StorageError::CommitFailed | StorageError::ShuttingDown => ResponseError::RequestTimedOut,
+        // Not retriable: the topic takes local produces only once fenced.
+        StorageError::Mirrored(_) => ResponseError::PolicyViolation,
         StorageError::Producer(ProducerError::OutOfOrderSequence { .. }) => {
             ResponseError::OutOfOrderSequenceNumber
         }

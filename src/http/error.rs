@@ -117,6 +117,7 @@ impl ApiError {
                 StorageError::Producer(_) | StorageError::Transaction(_) => {
                     (StatusCode::CONFLICT, "producer_refused")
                 }
+                StorageError::Mirrored(_) => (StatusCode::CONFLICT, "topic_mirrored"),
                 StorageError::OffsetOutOfRange { .. } => {
                     (StatusCode::BAD_REQUEST, "offset_out_of_range")
                 }

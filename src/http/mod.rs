@@ -20,6 +20,7 @@ mod kv;
 mod lease;
 mod lenient;
 mod messages;
+mod mirror;
 mod options;
 mod pop;
 mod push;
@@ -77,6 +78,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/kv", post(kv::kv))
         .route("/api/v1/transaction", post(transaction::transaction))
         .route("/api/v1/dlq", get(dlq::list))
+        .route("/api/v1/mirror/status", get(mirror::status))
+        .route("/api/v1/mirror/{topic}/fence", post(mirror::fence))
         .route(
             "/api/v1/messages/{partition}/{transaction}",
             get(messages::get),

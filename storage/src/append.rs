@@ -39,6 +39,9 @@ pub(crate) struct PartitionHead {
     pub dedup_epoch: i64,
     /// Whether the queue's payloads are sealed at rest.
     pub encryption_enabled: bool,
+    /// Whether the queue is mirrored from a source cluster and not yet
+    /// fenced: only the mirror writes to it ([`crate::mirror`]).
+    pub mirrored: bool,
 }
 
 /// A segment about to be inserted.
@@ -125,6 +128,16 @@ pub(crate) async fn append(
                 .filter(|(_, j)| j.partition_id == head.id)
             {
                 outcomes[j] = Some(JobOutcome::Refused(SealError::NoKey.into()));
+            }
+            continue;
+        }
+        if head.mirrored {
+            for (j, _) in jobs
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| j.partition_id == head.id)
+            {
+                outcomes[j] = Some(JobOutcome::Refused(StorageError::Mirrored(head.id)));
             }
             continue;
         }
@@ -291,7 +304,7 @@ const SEGMENT_BYTES: usize = 1024 * 1024;
 
 /// Packs consecutive records into segments of about [`SEGMENT_BYTES`],
 /// each sealed by `seal` when the queue is encrypted.
-fn pack(
+pub(crate) fn pack(
     partition_id: PartitionId,
     base_offset: i64,
     created_at: i64,

@@ -59,6 +59,10 @@ pub enum StorageError {
     /// A payload of an encrypted queue could not be sealed or opened.
     #[error("{0}")]
     Sealed(#[from] crate::sealing::SealError),
+    /// The partition's topic is mirrored from a source cluster and not yet
+    /// fenced: only the mirror writes to it.
+    #[error("partition {0} belongs to a topic mirrored from a source cluster; fence the mirror before producing to it")]
+    Mirrored(crate::model::PartitionId),
     /// The append could not be committed; the request can be retried.
     #[error("the write could not be committed; retry")]
     CommitFailed,

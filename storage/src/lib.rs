@@ -49,6 +49,7 @@ mod ids;
 pub mod kv;
 mod log;
 pub mod metrics;
+pub mod mirror;
 pub mod model;
 pub mod offsets;
 pub mod offsets_log;
@@ -90,6 +91,7 @@ pub use kv::{
     KvEntry, KvExpiry, KvOp, KvOutcome, KvPreconditionFailed, KvReason, KvRequest, KvResult,
 };
 pub use log::{LogBounds, PendingAppend, TimestampedOffset};
+pub use mirror::{MirrorAppend, MirrorPartitionStatus, MirrorTopicStatus, MirroredRecord};
 pub use model::{
     BrokerInfo, PartitionId, PartitionInfo, PushItem, PushOutcome, PushStatus, QueueInfo,
     StoredMessage, DEFAULT_PARTITION, MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,

@@ -21,6 +21,7 @@ pub(crate) mod dead_letters;
 pub(crate) mod dedup;
 pub(crate) mod groups;
 pub(crate) mod kv;
+pub(crate) mod mirror;
 pub(crate) mod offsets;
 pub(crate) mod producers;
 pub(crate) mod reseal;

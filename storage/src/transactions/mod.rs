@@ -470,7 +470,7 @@ struct Ended {
 
 /// A commit or abort marker as Kafka writes it: a control record whose key
 /// is (version 0, type) and value (version 0, coordinator epoch 0).
-fn marker_record(mark: TxnMark, now: i64) -> Record {
+pub(crate) fn marker_record(mark: TxnMark, now: i64) -> Record {
     let kind: u8 = match mark.marker {
         Some(Marker::Commit) => 1,
         _ => 0,

@@ -8,6 +8,7 @@ mod dedup;
 mod kafka_txn;
 mod kv;
 mod log;
+mod mirror;
 mod offsets;
 mod postgres_only;
 mod producers;
@@ -48,6 +49,11 @@ macro_rules! contract {
 }
 
 contract!(
+    mirror::mirrored_records_keep_source_offsets_gaps_and_are_written_once,
+    mirror::a_mirror_starting_past_the_source_log_start_moves_the_local_one,
+    mirror::local_producers_wait_for_the_fence_and_the_mirror_stops_at_it,
+    mirror::errors_are_shown_per_topic_and_cleared,
+    mirror::two_mirrors_of_one_partition_write_each_offset_once,
     kafka_txn::markers_end_transactions_and_move_the_stable_offset,
     kafka_txn::a_new_producer_aborts_and_fences_the_old_one,
     kafka_txn::refused_requests_change_nothing,

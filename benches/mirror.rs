@@ -1,0 +1,138 @@
+//! `queen mirror` throughput against the release binary: 1,000,000 records
+//! of 100 B and of 1 KiB on 8 partitions, copied from a source broker (its
+//! own SQLite database, reached over Kafka) into a destination database on
+//! SQLite and on PostgreSQL, timed from the mirror's start until the status
+//! shows every partition caught up; beside it, the destination broker's own
+//! produce of the same records with the same client settings (acks=all,
+//! batches up to 1 MiB, `common::bulk_producer`). Prints records/s, MB/s
+//! the mirror's share of the produce rate, and its peak resident memory.
+//!
+//! `cargo bench --bench mirror` runs everything; `-- --backend sqlite`,
+//! `--records N`, `--sizes 100,1024` narrow it.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fresh_db, peak_rss_mib, Flags};
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use support::Broker;
+
+const PARTITIONS: i32 = 8;
+
+fn client(broker: &Broker) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &broker.kafka)
+        .set("broker.address.family", "v4");
+    c
+}
+
+/// Produces `records` of `size` bytes round-robin to `topic`; the seconds
+/// from the first to the last acknowledgement (after one warm-up record).
+fn produce(broker: &Broker, topic: &str, records: usize, size: usize) -> f64 {
+    let producer: ThreadedProducer<DefaultProducerContext> =
+        common::bulk_producer(&mut client(broker))
+            .create()
+            .expect("producer");
+    let payload = vec![b'x'; size];
+    producer
+        .send(
+            BaseRecord::<(), [u8]>::to(topic)
+                .payload(&payload[..])
+                .partition(0),
+        )
+        .map_err(|(e, _)| e)
+        .expect("warm-up record");
+    producer.flush(Duration::from_secs(30)).expect("warm-up");
+    let started = Instant::now();
+    for i in 0..records {
+        let record = BaseRecord::<(), [u8]>::to(topic)
+            .payload(&payload[..])
+            .partition((i % PARTITIONS as usize) as i32);
+        common::send_queued(&producer, record);
+    }
+    producer.flush(Duration::from_secs(600)).expect("flush");
+    started.elapsed().as_secs_f64()
+}
+
+/// Whether the status of `topic` at `dest` shows every partition caught up
+/// with `total` records in all.
+async fn caught_up(dest: &Broker, topic: &str, total: i64) -> bool {
+    let status = dest.get("/api/v1/mirror/status").await;
+    let Some(t) = status["topics"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["topic"] == topic))
+    else {
+        return false;
+    };
+    let parts = t["partitions"].as_array().cloned().unwrap_or_default();
+    let mirrored: i64 = parts
+        .iter()
+        .filter_map(|p| p["mirrored_offset"].as_i64())
+        .sum();
+    parts.len() == PARTITIONS as usize && mirrored >= total && parts.iter().all(|p| p["lag"] == 0)
+}
+
+#[tokio::main]
+async fn main() {
+    let flags = Flags::parse();
+    let records: usize = flags.get("records", 1_000_000);
+    let sizes: Vec<usize> = flags
+        .get("sizes", "100,1024".to_owned())
+        .split(',')
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    let source_db = fresh_db("sqlite").await;
+    let source = Broker::start(&source_db.url, &["--default-partitions", "8"]);
+    for backend in flags.backends() {
+        for &size in &sizes {
+            let db = fresh_db(&backend).await;
+            let dest = Broker::start(&db.url, &["--default-partitions", "8"]);
+            let topic = format!("mirror-{backend}-{size}");
+            // The source's copy (+1: the warm-up record).
+            let (s, t) = (&source, &topic);
+            produce(s, t, records, size);
+            let own = produce(&dest, &format!("own-{size}"), records, size);
+
+            let started = Instant::now();
+            let mut mirror = Command::new(env!("CARGO_BIN_EXE_queen"))
+                .args([
+                    "--database-url",
+                    &db.url,
+                    "mirror",
+                    "--source",
+                    &source.kafka,
+                ])
+                .args(["--topics", &topic, "--refresh-ms", "100"])
+                .env("QUEEN_LOG", "warn")
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("queen mirror");
+            while !caught_up(&dest, &topic, records as i64 + 1).await {
+                assert!(
+                    started.elapsed() < Duration::from_secs(1800),
+                    "mirror stalled"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let mirrored = started.elapsed().as_secs_f64();
+            let rss = peak_rss_mib(mirror.id());
+            let _ = mirror.kill();
+            let _ = mirror.wait();
+            let mb = (records * size) as f64 / 1e6;
+            println!(
+                "{backend:8} {size:5} B x {records}: produce {:>9.0} rec/s {:>7.1} MB/s | mirror {:>9.0} rec/s {:>7.1} MB/s ({:.0}% of produce), mirror peak RSS {rss:.0} MiB",
+                records as f64 / own,
+                mb / own,
+                records as f64 / mirrored,
+                mb / mirrored,
+                100.0 * own / mirrored
+            );
+        }
+    }
+}

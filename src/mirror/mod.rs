@@ -1,0 +1,193 @@
+//! `queen mirror`: copies topics and consumer-group offsets from a source
+//! Kafka cluster, reached as an ordinary client through librdkafka, into
+//! this broker's database, every record at its source offset.
+//!
+//! - [`topics`]: which source topics are mirrored (a list or a regular
+//!   expression), each created here with the source's partition count and
+//!   its topic-level configs, or given a per-topic error;
+//! - [`source`]: the consumer thread that reads the assigned partitions and
+//!   hands batches of records (with the consumer's positions) over;
+//! - [`groups`]: the selected groups' committed offsets, copied forward;
+//! - this file: the loop that writes the batches
+//!   ([`storage::Engine::mirror_append`]: progress in the same transaction
+//!   as the records, offsets already written skipped) and, every refresh,
+//!   follows the source's topics, watermarks and groups.
+//!
+//! Errors of one topic (deleted at the source, a local topic with another
+//! partition count, a refused write) are shown in the status of that topic
+//! and the others keep mirroring; a source that cannot be reached is shown
+//! on every topic until it answers again.
+
+mod groups;
+mod records;
+mod source;
+mod topics;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
+
+use anyhow::Context;
+use rdkafka::ClientConfig;
+use storage::{Engine, MirroredRecord, PartitionId, StorageError};
+
+use source::{Batch, Control, Source};
+use topics::Selection;
+
+/// `queen mirror …`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MirrorArgs {
+    /// The source cluster's bootstrap servers (`host:port,…`).
+    #[arg(long)]
+    pub source: String,
+    /// The topics to mirror, separated by commas.
+    #[arg(long, value_delimiter = ',')]
+    pub topics: Vec<String>,
+    /// A regular expression: every source topic whose whole name matches it
+    /// is mirrored, including topics created later.
+    #[arg(long)]
+    pub topic_regex: Option<String>,
+    /// The consumer groups whose committed offsets are copied, separated by
+    /// commas.
+    #[arg(long, value_delimiter = ',')]
+    pub groups: Vec<String>,
+    /// A librdkafka property for the connections to the source, as
+    /// `name=value` (repeatable): `security.protocol`, `sasl.mechanism`,
+    /// `sasl.username`, `ssl.ca.location`, …
+    #[arg(long = "source-property", value_name = "NAME=VALUE")]
+    pub source_properties: Vec<String>,
+    /// How often the source's topics, high watermarks and group offsets
+    /// are read again, in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub refresh_ms: u64,
+}
+
+/// What a mirrored partition's writer keeps.
+#[derive(Debug, Clone, Copy)]
+struct Local {
+    id: PartitionId,
+    /// The local next offset as last written: the mirror's progress.
+    next: i64,
+}
+
+/// Runs the mirror until `shutdown` resolves.
+pub async fn run(
+    engine: Engine,
+    args: MirrorArgs,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let client = client_config(&args)?;
+    let selection = Selection::new(&args, &client)?;
+    let Source {
+        mut batches,
+        control,
+    } = Source::start(&client)?;
+    let mut groups = groups::Groups::new(&client, &args.groups)?;
+    let mut mirror = Mirror {
+        engine,
+        source_name: args.source.clone(),
+        selection,
+        control: control.clone(),
+        partitions: HashMap::new(),
+        topics: HashMap::new(),
+    };
+    let mut refresh = tokio::time::interval(Duration::from_millis(args.refresh_ms.max(50)));
+    tokio::pin!(shutdown);
+    let result = loop {
+        tokio::select! {
+            () = &mut shutdown => break Ok(()),
+            _ = refresh.tick() => {
+                mirror.refresh().await;
+                groups.copy(&mirror.engine, &mirror.partitions).await;
+            }
+            batch = batches.recv() => match batch {
+                Some(batch) => mirror.write(batch).await,
+                None => break Err(anyhow::anyhow!("the source consumer stopped")),
+            },
+        }
+    };
+    control.stop();
+    result
+}
+
+/// The librdkafka settings shared by every connection to the source.
+fn client_config(args: &MirrorArgs) -> anyhow::Result<ClientConfig> {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", &args.source);
+    for property in &args.source_properties {
+        let (name, value) = property
+            .split_once('=')
+            .with_context(|| format!("--source-property {property:?} is not NAME=VALUE"))?;
+        config.set(name.trim(), value.trim());
+    }
+    Ok(config)
+}
+
+/// The writer's state: the mirrored partitions and topics.
+struct Mirror {
+    engine: Engine,
+    /// The source's name in the status (its bootstrap servers).
+    source_name: String,
+    selection: Selection,
+    /// Tells the source consumer which partitions to read.
+    control: Control,
+    /// (topic, partition index) → the local partition.
+    partitions: HashMap<(String, i32), Local>,
+    /// Mirrored topic → its partition count.
+    topics: HashMap<String, i32>,
+}
+
+impl Mirror {
+    /// Writes one batch, partition by partition; a partition's refusal
+    /// becomes its topic's error and the topic leaves the mirror (a topic
+    /// fenced meanwhile leaves it without one).
+    async fn write(&mut self, batch: Batch) {
+        let mut failed: Vec<(String, String)> = Vec::new();
+        for ((topic, index), records) in batch.records {
+            let advance = batch.positions.get(&(topic.clone(), index)).copied();
+            if let Err(e) = self.append(&topic, index, records, advance).await {
+                failed.push((topic, e.to_string()));
+            }
+        }
+        for ((topic, index), position) in &batch.positions {
+            let behind = self
+                .partitions
+                .get(&(topic.clone(), *index))
+                .is_some_and(|l| l.next < *position);
+            if behind {
+                if let Err(e) = self
+                    .append(topic, *index, Vec::new(), Some(*position))
+                    .await
+                {
+                    failed.push((topic.clone(), e.to_string()));
+                }
+            }
+        }
+        if !failed.is_empty() {
+            self.drop_fenced().await;
+        }
+        for (topic, error) in failed {
+            if self.topics.contains_key(&topic) {
+                self.stop(&topic, Some(&error)).await;
+            }
+        }
+    }
+
+    async fn append(
+        &mut self,
+        topic: &str,
+        index: i32,
+        records: Vec<MirroredRecord>,
+        advance: Option<i64>,
+    ) -> Result<(), StorageError> {
+        let Some(local) = self.partitions.get_mut(&(topic.to_owned(), index)) else {
+            return Ok(()); // left the mirror meanwhile: its status says why
+        };
+        let done = self
+            .engine
+            .mirror_append(topic, local.id, records, advance.unwrap_or(0))
+            .await?;
+        local.next = done.next_offset;
+        Ok(())
+    }
+}
