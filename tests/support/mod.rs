@@ -8,6 +8,7 @@ pub(crate) mod kafka;
 pub(crate) mod pki;
 pub(crate) mod python;
 pub(crate) mod router;
+pub(crate) mod share;
 pub(crate) mod security;
 
 use std::io::{BufRead, BufReader};

@@ -23,6 +23,9 @@ use crate::error::storage_code;
 /// Config resource types.
 pub(super) const TOPIC: i8 = 2;
 pub(super) const BROKER: i8 = 4;
+/// Group resources (KIP-848, KIP-932): only IncrementalAlterConfigs
+/// changes them, as in Kafka.
+pub(super) const GROUP: i8 = 32;
 
 /// Why a resource's change was refused: the error code and message.
 pub(super) type Refusal = (i16, String);
@@ -74,6 +77,10 @@ pub(super) fn alter_denied(access: &Access, kind: i8, name: &str) -> Option<Refu
         TOPIC if !access.topic(AclOperation::AlterConfigs, name) => Some((
             ResponseError::TopicAuthorizationFailed.code(),
             format!("ALTER_CONFIGS on topic {name} is not allowed"),
+        )),
+        GROUP if !access.group(AclOperation::AlterConfigs, name) => Some((
+            ResponseError::GroupAuthorizationFailed.code(),
+            format!("ALTER_CONFIGS on group {name} is not allowed"),
         )),
         BROKER if !access.cluster(AclOperation::AlterConfigs) => Some((
             ResponseError::ClusterAuthorizationFailed.code(),

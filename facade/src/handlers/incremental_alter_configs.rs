@@ -1,7 +1,8 @@
 //! IncrementalAlterConfigs: SET, DELETE (back to the default), APPEND and
 //! SUBTRACT (list configs only, such as `cleanup.policy`) on a topic's
 //! configs, applied in order and validated as a whole before anything is
-//! stored. Broker resources accept no change (see `alter_configs`).
+//! stored. Broker resources accept no change (see `alter_configs`); group
+//! resources take the share-group configs of `crate::share::config`.
 
 use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -12,9 +13,10 @@ use storage::Access;
 
 use super::alter_configs::{
     alter_denied, change_topic, refuse_broker_change, split, unsupported_resource, Refusal, BROKER,
-    TOPIC,
+    GROUP, TOPIC,
 };
 use crate::broker::Broker;
+use crate::share::config;
 
 /// Changes each resource's configs (or, with `validate_only`, checks them).
 pub(super) async fn handle(
@@ -46,6 +48,10 @@ pub(super) async fn handle(
                         .collect();
                     refuse_broker_change(broker, &name, names.iter())
                 }
+                GROUP => match ops(&resource.configs) {
+                    Ok(changes) => change_group(broker, &name, request.validate_only, &changes).await,
+                    Err(refusal) => Err(refusal),
+                },
                 other => Err(unsupported_resource(other)),
             },
         };
@@ -59,6 +65,40 @@ pub(super) async fn handle(
         );
     }
     IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+/// Applies SET and DELETE to a group's share configs
+/// (`crate::share::config`), all or nothing.
+async fn change_group(
+    broker: &Broker,
+    group: &str,
+    validate_only: bool,
+    changes: &[(String, ConfigOp)],
+) -> Result<(), Refusal> {
+    let invalid = |why: String| (ResponseError::InvalidConfig.code(), why);
+    let storage = |e: storage::StorageError| (crate::error::storage_code(&e), e.to_string());
+    let mut configs = config::stored(&broker.engine, group).await.map_err(storage)?;
+    for (name, op) in changes {
+        match op {
+            ConfigOp::Set(value) => {
+                config::check(name, value).map_err(invalid)?;
+                configs.insert(name.clone(), value.clone());
+            }
+            ConfigOp::Delete => {
+                config::check(name, config::default_of(name).unwrap_or("")).map_err(invalid)?;
+                configs.remove(name);
+            }
+            ConfigOp::Append(_) | ConfigOp::Subtract(_) => {
+                return Err(invalid(format!("{name} is not a list config")));
+            }
+        }
+    }
+    if validate_only {
+        return Ok(());
+    }
+    config::store(&broker.engine, group, &configs)
+        .await
+        .map_err(storage)
 }
 
 /// The changes of a resource, each with its operation and value; a null
