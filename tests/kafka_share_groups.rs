@@ -21,7 +21,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use serde_json::{json, Value};
 use support::kafka::{call, create_topic};
-use support::share::{all, set_group_configs, ShareConsumer, ACCEPT, REJECT, RELEASE};
+use support::share::{all, each, set_group_configs, ShareConsumer, ACCEPT, REJECT, RELEASE};
 use support::Broker;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -164,7 +164,7 @@ async fn release_redelivers_and_reject_and_exhaustion_dead_letter(broker: &Broke
         set_group_configs(
             &kafka,
             "picky",
-            &[("share.auto.offset.reset", "earliest"), ("share.delivery.count.limit", "2")],
+            &[("share.auto.offset.reset", "earliest"), ("share.delivery.count.limit", "3")],
         );
         ShareConsumer::join(&kafka, "picky", &["jobs"])
     });
@@ -174,19 +174,23 @@ async fn release_redelivers_and_reject_and_exhaustion_dead_letter(broker: &Broke
         let offsets: Vec<(i64, i16)> = first.iter().map(|r| (r.offset, r.delivery)).collect();
         assert_eq!(offsets, vec![(0, 1), (1, 1), (2, 1), (3, 1)]);
         // ACCEPT 0, RELEASE 1: 1 and what follows it come back.
-        let mut acks = all(&first[..1], ACCEPT);
-        acks.extend(all(&first[1..2], RELEASE));
+        let acks = each(&[(&first[0], ACCEPT), (&first[1], RELEASE)]);
         let again = a.fetch(&acks, 10, 1000);
         let offsets: Vec<(i64, i16)> = again.iter().map(|r| (r.offset, r.delivery)).collect();
         assert_eq!(offsets, vec![(1, 2), (2, 2), (3, 2)], "released, delivered again");
-        // REJECT 1: dead-lettered; ACCEPT 2; RELEASE 3 on its last delivery
-        // (the limit is 2): dead-lettered as exhausted.
-        let mut acks = all(&again[..1], REJECT);
-        acks.extend(all(&again[1..2], ACCEPT));
-        let answer = a.acknowledge(&acks);
+        // REJECT 1: dead-lettered. As in the native engine, an acquisition
+        // ends at its first RELEASE or REJECT: 2 and 3 come back.
+        let answer = a.acknowledge(&each(&[(&again[0], REJECT)]));
         assert_eq!(answer.error_code, 0);
-        let answer = a.acknowledge(&all(&again[2..], RELEASE));
+        assert_eq!(answer.responses[0].partitions[0].error_code, 0);
+        let third = a.fetch(&BTreeMap::new(), 10, 1000);
+        let offsets: Vec<(i64, i16)> = third.iter().map(|r| (r.offset, r.delivery)).collect();
+        assert_eq!(offsets, vec![(2, 3), (3, 3)]);
+        // ACCEPT 2; RELEASE 3 on its last delivery (the limit is 3):
+        // dead-lettered as exhausted instead of delivered a fourth time.
+        let answer = a.acknowledge(&each(&[(&third[0], ACCEPT), (&third[1], RELEASE)]));
         assert_eq!(answer.error_code, 0);
+        assert_eq!(answer.responses[0].partitions[0].error_code, 0);
     });
     let letters = dead_letters(broker, "jobs", "picky").await;
     assert_eq!(letters.len(), 2, "{letters:?}");

@@ -297,6 +297,17 @@ pub(crate) fn set_group_configs(kafka: &str, group: &str, configs: &[(&str, &str
     }
 }
 
+/// Acknowledgements of `records`, each with its own kind.
+pub(crate) fn each(
+    records: &[(&Acquired, i8)],
+) -> BTreeMap<(Uuid, i32), Vec<(i64, i8)>> {
+    let mut acks: BTreeMap<(Uuid, i32), Vec<(i64, i8)>> = BTreeMap::new();
+    for (r, kind) in records {
+        acks.entry(r.partition).or_default().push((r.offset, *kind));
+    }
+    acks
+}
+
 /// Acknowledgements of `records`, all with `kind`.
 pub(crate) fn all(records: &[Acquired], kind: i8) -> BTreeMap<(Uuid, i32), Vec<(i64, i8)>> {
     let mut acks: BTreeMap<(Uuid, i32), Vec<(i64, i8)>> = BTreeMap::new();
