@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::{
-    ApiKey, GroupId, ListGroupsRequest, ListGroupsResponse, ShareFetchRequest,
-    ShareFetchResponse, ShareGroupDescribeRequest, ShareGroupDescribeResponse,
+    ApiKey, GroupId, ListGroupsRequest, ListGroupsResponse, ShareFetchRequest, ShareFetchResponse,
+    ShareGroupDescribeRequest, ShareGroupDescribeResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
@@ -41,7 +41,11 @@ async fn push(broker: &Broker, queue: &str, from: i64, count: i64, partitions: i
         .map(|n| json!({"queue": queue, "partition": (n % partitions).to_string(), "payload": {"n": n}}))
         .collect();
     let answer = broker.post("/api/v1/push", json!({ "items": items })).await;
-    assert_eq!(answer.as_array().map(Vec::len), Some(count as usize), "{answer}");
+    assert_eq!(
+        answer.as_array().map(Vec::len),
+        Some(count as usize),
+        "{answer}"
+    );
 }
 
 /// The record number of a value `{"n": i}`.
@@ -119,9 +123,19 @@ async fn two_share_consumers_and_an_http_consumer_take_each_record_once(broker: 
                 }));
             }
             let acked = broker
-                .post("/api/v1/ack/batch", json!({"consumerGroup": "crew", "acknowledgments": acks}))
+                .post(
+                    "/api/v1/ack/batch",
+                    json!({"consumerGroup": "crew", "acknowledgments": acks}),
+                )
                 .await;
-            assert!(acked.as_array().expect("results").iter().all(|r| r["success"] == true), "{acked}");
+            assert!(
+                acked
+                    .as_array()
+                    .expect("results")
+                    .iter()
+                    .all(|r| r["success"] == true),
+                "{acked}"
+            );
         }
         tokio::task::block_in_place(|| {
             for (i, (member, held)) in [(&mut a, &mut a_held), (&mut b, &mut b_held)]
@@ -145,9 +159,19 @@ async fn two_share_consumers_and_an_http_consumer_take_each_record_once(broker: 
             }
         }
     });
-    assert_eq!(seen.len(), RECORDS as usize, "every record, by consumer {by:?}");
-    assert!(seen.values().all(|n| *n == 1), "each exactly once: {seen:?}");
-    assert!(by.iter().all(|n| *n > 0), "all three consumers took records: {by:?}");
+    assert_eq!(
+        seen.len(),
+        RECORDS as usize,
+        "every record, by consumer {by:?}"
+    );
+    assert!(
+        seen.values().all(|n| *n == 1),
+        "each exactly once: {seen:?}"
+    );
+    assert!(
+        by.iter().all(|n| *n > 0),
+        "all three consumers took records: {by:?}"
+    );
     // Nothing is left for anyone.
     let (status, _) = broker
         .get_answer("/api/v1/pop/queue/work?consumerGroup=crew&batch=10")
@@ -164,7 +188,10 @@ async fn release_redelivers_and_reject_and_exhaustion_dead_letter(broker: &Broke
         set_group_configs(
             &kafka,
             "picky",
-            &[("share.auto.offset.reset", "earliest"), ("share.delivery.count.limit", "3")],
+            &[
+                ("share.auto.offset.reset", "earliest"),
+                ("share.delivery.count.limit", "3"),
+            ],
         );
         ShareConsumer::join(&kafka, "picky", &["jobs"])
     });
@@ -177,7 +204,11 @@ async fn release_redelivers_and_reject_and_exhaustion_dead_letter(broker: &Broke
         let acks = each(&[(&first[0], ACCEPT), (&first[1], RELEASE)]);
         let again = a.fetch(&acks, 10, 1000);
         let offsets: Vec<(i64, i16)> = again.iter().map(|r| (r.offset, r.delivery)).collect();
-        assert_eq!(offsets, vec![(1, 2), (2, 2), (3, 2)], "released, delivered again");
+        assert_eq!(
+            offsets,
+            vec![(1, 2), (2, 2), (3, 2)],
+            "released, delivered again"
+        );
         // REJECT 1: dead-lettered. As in the native engine, an acquisition
         // ends at its first RELEASE or REJECT: 2 and 3 come back.
         let answer = a.acknowledge(&each(&[(&again[0], REJECT)]));
@@ -252,7 +283,11 @@ async fn bad_requests_are_refused_and_change_nothing(broker: &Broker) {
     create_topic(&broker.kafka, "strict", 1).await;
     let kafka = broker.kafka.clone();
     let (mut a, mut b) = tokio::task::block_in_place(|| {
-        set_group_configs(&kafka, "careful", &[("share.auto.offset.reset", "earliest")]);
+        set_group_configs(
+            &kafka,
+            "careful",
+            &[("share.auto.offset.reset", "earliest")],
+        );
         (
             ShareConsumer::join(&kafka, "careful", &["strict"]),
             ShareConsumer::join(&kafka, "careful", &["strict"]),
@@ -276,7 +311,10 @@ async fn bad_requests_are_refused_and_change_nothing(broker: &Broker) {
         let session = a.session;
         a.session = session + 5;
         let wrong = a.fetch_raw(&all(&held, ACCEPT), 10, 0);
-        assert_eq!(wrong.error_code, ResponseError::InvalidShareSessionEpoch.code());
+        assert_eq!(
+            wrong.error_code,
+            ResponseError::InvalidShareSessionEpoch.code()
+        );
         a.session = session;
         // An unknown member's fetch, and a fetch to an unknown group.
         let request = ShareFetchRequest::default()
@@ -310,7 +348,10 @@ async fn bad_requests_are_refused_and_change_nothing(broker: &Broker) {
         );
         // A ShareAcknowledge at epoch 0 is refused.
         let zero = a.acknowledge_at(&all(&held, ACCEPT), 0);
-        assert_eq!(zero.error_code, ResponseError::InvalidShareSessionEpoch.code());
+        assert_eq!(
+            zero.error_code,
+            ResponseError::InvalidShareSessionEpoch.code()
+        );
 
         // Nothing changed: A still holds all three and accepts them.
         let answer = a.acknowledge(&all(&held, ACCEPT));
@@ -348,5 +389,9 @@ async fn bad_requests_are_refused_and_change_nothing(broker: &Broker) {
     let (status, _) = broker
         .get_answer("/api/v1/pop/queue/strict?consumerGroup=careful&batch=10")
         .await;
-    assert_eq!(status, reqwest::StatusCode::NO_CONTENT, "all three were accepted once");
+    assert_eq!(
+        status,
+        reqwest::StatusCode::NO_CONTENT,
+        "all three were accepted once"
+    );
 }

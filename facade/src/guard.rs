@@ -518,11 +518,8 @@ const SHARE_GROUP_DESCRIBE: &[Field] = &[
 ];
 
 /// Acknowledgement batches: first and last offset, one type or one per offset.
-const ACKNOWLEDGEMENT_BATCH: &[Field] = &[
-    Field(I64, 0, ALL),
-    Field(I64, 0, ALL),
-    Field(I8s, 0, ALL),
-];
+const ACKNOWLEDGEMENT_BATCH: &[Field] =
+    &[Field(I64, 0, ALL), Field(I64, 0, ALL), Field(I8s, 0, ALL)];
 
 const SHARE_FETCH: &[Field] = &[
     Field(Str, 0, ALL), // group_id

@@ -8,8 +8,8 @@ pub(crate) mod kafka;
 pub(crate) mod pki;
 pub(crate) mod python;
 pub(crate) mod router;
-pub(crate) mod share;
 pub(crate) mod security;
+pub(crate) mod share;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

@@ -75,9 +75,7 @@ impl ShareConsumer {
             .with_group_id(GroupId(s(group)))
             .with_member_id(s(&member))
             .with_member_epoch(0)
-            .with_subscribed_topic_names(Some(
-                topics.iter().map(|t| TopicName(s(t))).collect(),
-            ));
+            .with_subscribed_topic_names(Some(topics.iter().map(|t| TopicName(s(t))).collect()));
         let answer: ShareGroupHeartbeatResponse =
             call(kafka, ApiKey::ShareGroupHeartbeat, 1, &request);
         assert_eq!(answer.error_code, 0, "join: {:?}", answer.error_message);
@@ -179,7 +177,11 @@ impl ShareConsumer {
         max_wait_ms: i32,
     ) -> Vec<Acquired> {
         let answer = self.fetch_raw(acks, max_records, max_wait_ms);
-        assert_eq!(answer.error_code, 0, "share fetch: {:?}", answer.error_message);
+        assert_eq!(
+            answer.error_code, 0,
+            "share fetch: {:?}",
+            answer.error_message
+        );
         records(&answer)
     }
 
@@ -298,9 +300,7 @@ pub(crate) fn set_group_configs(kafka: &str, group: &str, configs: &[(&str, &str
 }
 
 /// Acknowledgements of `records`, each with its own kind.
-pub(crate) fn each(
-    records: &[(&Acquired, i8)],
-) -> BTreeMap<(Uuid, i32), Vec<(i64, i8)>> {
+pub(crate) fn each(records: &[(&Acquired, i8)]) -> BTreeMap<(Uuid, i32), Vec<(i64, i8)>> {
     let mut acks: BTreeMap<(Uuid, i32), Vec<(i64, i8)>> = BTreeMap::new();
     for (r, kind) in records {
         acks.entry(r.partition).or_default().push((r.offset, *kind));

@@ -49,7 +49,9 @@ pub(super) async fn handle(
                     refuse_broker_change(broker, &name, names.iter())
                 }
                 GROUP => match ops(&resource.configs) {
-                    Ok(changes) => change_group(broker, &name, request.validate_only, &changes).await,
+                    Ok(changes) => {
+                        change_group(broker, &name, request.validate_only, &changes).await
+                    }
                     Err(refusal) => Err(refusal),
                 },
                 other => Err(unsupported_resource(other)),
@@ -77,7 +79,9 @@ async fn change_group(
 ) -> Result<(), Refusal> {
     let invalid = |why: String| (ResponseError::InvalidConfig.code(), why);
     let storage = |e: storage::StorageError| (crate::error::storage_code(&e), e.to_string());
-    let mut configs = config::stored(&broker.engine, group).await.map_err(storage)?;
+    let mut configs = config::stored(&broker.engine, group)
+        .await
+        .map_err(storage)?;
     for (name, op) in changes {
         match op {
             ConfigOp::Set(value) => {

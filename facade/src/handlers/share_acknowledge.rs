@@ -39,10 +39,21 @@ async fn serve(
     request: ShareAcknowledgeRequest,
     access: &Access,
 ) -> Result<ShareAcknowledgeResponse, (ResponseError, String)> {
-    let group = request.group_id.as_ref().map(|g| g.to_string()).unwrap_or_default();
-    let member = request.member_id.as_ref().map(|m| m.to_string()).unwrap_or_default();
+    let group = request
+        .group_id
+        .as_ref()
+        .map(|g| g.to_string())
+        .unwrap_or_default();
+    let member = request
+        .member_id
+        .as_ref()
+        .map(|m| m.to_string())
+        .unwrap_or_default();
     if group.is_empty() || member.is_empty() {
-        return Err((ResponseError::InvalidRequest, "group id and member id are required".into()));
+        return Err((
+            ResponseError::InvalidRequest,
+            "group id and member id are required".into(),
+        ));
     }
     if let Some(error) = broker.member_error(access, &group).await {
         return Err((error, error.to_string()));
@@ -57,7 +68,13 @@ async fn serve(
                 .map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types[..]))
                 .collect();
             let offsets = acknowledge::expand(&list).map_err(|e| {
-                (e, format!("invalid acknowledgement batches for partition {}", p.partition_index))
+                (
+                    e,
+                    format!(
+                        "invalid acknowledgement batches for partition {}",
+                        p.partition_index
+                    ),
+                )
             })?;
             parts.push((t.topic_id, p.partition_index, offsets));
         }
@@ -70,7 +87,12 @@ async fn serve(
             -1 => m.has_session(),
             e => m.advance_session(e).map(|_| ()),
         })
-        .map_err(|e| (e, format!("share session of member {member} at epoch {epoch}: {e}")))?;
+        .map_err(|e| {
+            (
+                e,
+                format!("share session of member {member} at epoch {epoch}: {e}"),
+            )
+        })?;
     let config = config::load(&broker.engine, &group)
         .await
         .map_err(|e| (ResponseError::UnknownServerError, e.to_string()))?;
@@ -81,7 +103,11 @@ async fn serve(
         let code = match targets.resolve(broker, access, topic_id, index).await {
             Err(e) => e.code(),
             Ok(target) => {
-                match acknowledge::acknowledge(broker, &group, &member, target.id, &offsets, &config).await {
+                match acknowledge::acknowledge(
+                    broker, &group, &member, target.id, &offsets, &config,
+                )
+                .await
+                {
                     Ok(()) => 0,
                     Err(e) => e.code(),
                 }

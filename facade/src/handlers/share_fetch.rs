@@ -59,19 +59,31 @@ async fn serve(
     request: ShareFetchRequest,
     access: &Access,
 ) -> Result<ShareFetchResponse, Refusal> {
-    let group = request.group_id.as_ref().map(|g| g.to_string()).unwrap_or_default();
-    let member = request.member_id.as_ref().map(|m| m.to_string()).unwrap_or_default();
+    let group = request
+        .group_id
+        .as_ref()
+        .map(|g| g.to_string())
+        .unwrap_or_default();
+    let member = request
+        .member_id
+        .as_ref()
+        .map(|m| m.to_string())
+        .unwrap_or_default();
     if group.is_empty() || member.is_empty() {
-        return Err((ResponseError::InvalidRequest, "group id and member id are required".into()));
+        return Err((
+            ResponseError::InvalidRequest,
+            "group id and member id are required".into(),
+        ));
     }
     if let Some(error) = broker.member_error(access, &group).await {
         return Err((error, error.to_string()));
     }
     let epoch = request.share_session_epoch;
-    let acks = request
-        .topics
-        .iter()
-        .any(|t| t.partitions.iter().any(|p| !p.acknowledgement_batches.is_empty()));
+    let acks = request.topics.iter().any(|t| {
+        t.partitions
+            .iter()
+            .any(|p| !p.acknowledgement_batches.is_empty())
+    });
     if epoch == 0 && acks {
         return Err((
             ResponseError::InvalidRequest,
@@ -90,15 +102,26 @@ async fn serve(
                 .iter()
                 .map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types[..]))
                 .collect();
-            let offsets = acknowledge::expand(&list)
-                .map_err(|e| (e, format!("invalid acknowledgement batches for partition {}", p.partition_index)))?;
+            let offsets = acknowledge::expand(&list).map_err(|e| {
+                (
+                    e,
+                    format!(
+                        "invalid acknowledgement batches for partition {}",
+                        p.partition_index
+                    ),
+                )
+            })?;
             batches.insert((t.topic_id, p.partition_index), offsets);
         }
     }
     let asked: Vec<SessionPartition> = request
         .topics
         .iter()
-        .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index)))
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| (t.topic_id, p.partition_index))
+        })
         .collect();
     let forgotten: Vec<SessionPartition> = request
         .forgotten_topics_data
@@ -124,7 +147,12 @@ async fn serve(
             }
             Ok(s.partitions.iter().copied().collect())
         })
-        .map_err(|e| (e, format!("share session of member {member} at epoch {epoch}: {e}")))?;
+        .map_err(|e| {
+            (
+                e,
+                format!("share session of member {member} at epoch {epoch}: {e}"),
+            )
+        })?;
 
     let config = config::load(&broker.engine, &group)
         .await
@@ -143,10 +171,14 @@ async fn serve(
     for ((topic_id, index), offsets) in &batches {
         let code = match targets.resolve(broker, access, *topic_id, *index).await {
             Err(e) => e.code(),
-            Ok(target) => match acknowledge::acknowledge(broker, &group, &member, target.id, offsets, &config).await {
-                Ok(()) => 0,
-                Err(e) => e.code(),
-            },
+            Ok(target) => {
+                match acknowledge::acknowledge(broker, &group, &member, target.id, offsets, &config)
+                    .await
+                {
+                    Ok(()) => 0,
+                    Err(e) => e.code(),
+                }
+            }
         };
         out.entry((*topic_id, *index))
             .or_insert_with(|| blank(*index))
@@ -159,7 +191,19 @@ async fn serve(
             .unwrap_or_default();
         release(broker, &group, held).await;
     } else {
-        fetch(broker, &request, &group, &member, &session, &config, access, &mut targets, &mut out, &blank).await;
+        fetch(
+            broker,
+            &request,
+            &group,
+            &member,
+            &session,
+            &config,
+            access,
+            &mut targets,
+            &mut out,
+            &blank,
+        )
+        .await;
     }
 
     let mut responses: Vec<ShareFetchableTopicResponse> = Vec::new();
@@ -214,21 +258,25 @@ async fn fetch(
             let target = match targets.resolve(broker, access, topic_id, index).await {
                 Ok(t) => t,
                 Err(e) => {
-                    out.entry((topic_id, index)).or_insert_with(|| blank(index)).error_code = e.code();
+                    out.entry((topic_id, index))
+                        .or_insert_with(|| blank(index))
+                        .error_code = e.code();
                     continue;
                 }
             };
             let now = share.now();
-            let acquired = match acquire(broker, group, &target, max_records - got, config, now).await {
-                Ok(Some(a)) => a,
-                Ok(None) => continue,
-                Err(e) => {
-                    tracing::warn!(group, error = %e, "kafka share fetch: acquiring failed");
-                    out.entry((topic_id, index)).or_insert_with(|| blank(index)).error_code =
-                        crate::error::storage_code(&e);
-                    continue;
-                }
-            };
+            let acquired =
+                match acquire(broker, group, &target, max_records - got, config, now).await {
+                    Ok(Some(a)) => a,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::warn!(group, error = %e, "kafka share fetch: acquiring failed");
+                        out.entry((topic_id, index))
+                            .or_insert_with(|| blank(index))
+                            .error_code = crate::error::storage_code(&e);
+                        continue;
+                    }
+                };
             let held = acquired.held;
             let kept = share.with_member(group, member, |m, _| {
                 m.hold(target.id, held.clone());
@@ -236,7 +284,12 @@ async fn fetch(
             });
             if kept.is_err() {
                 // The member left meanwhile: give the records back.
-                release(broker, group, held.into_iter().map(|h| (target.id, h)).collect()).await;
+                release(
+                    broker,
+                    group,
+                    held.into_iter().map(|h| (target.id, h)).collect(),
+                )
+                .await;
                 continue;
             }
             got += held_len(&acquired.ranges);

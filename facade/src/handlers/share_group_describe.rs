@@ -6,9 +6,7 @@
 use kafka_protocol::messages::share_group_describe_response::{
     Assignment, DescribedGroup, Member, TopicPartitions,
 };
-use kafka_protocol::messages::{
-    ShareGroupDescribeRequest, ShareGroupDescribeResponse, TopicName,
-};
+use kafka_protocol::messages::{ShareGroupDescribeRequest, ShareGroupDescribeResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use storage::{Access, AclOperation};

@@ -109,7 +109,9 @@ async fn assignment(broker: &Broker, topics: &BTreeSet<String>, access: &Access)
                     .with_partitions(q.partitions.iter().map(|p| p.kafka_index).collect()),
             ),
             Ok(None) => {}
-            Err(e) => tracing::warn!(topic = name, error = %e, "kafka share group: reading a topic failed"),
+            Err(e) => {
+                tracing::warn!(topic = name, error = %e, "kafka share group: reading a topic failed")
+            }
         }
     }
     Assignment::default().with_topic_partitions(out)

@@ -150,7 +150,11 @@ mod tests {
             &[(-1, 0, &[ACCEPT])],
         ];
         for batches in bad {
-            assert_eq!(expand(batches), Err(ResponseError::InvalidRequest), "{batches:?}");
+            assert_eq!(
+                expand(batches),
+                Err(ResponseError::InvalidRequest),
+                "{batches:?}"
+            );
         }
     }
 }

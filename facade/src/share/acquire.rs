@@ -6,9 +6,7 @@
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::share_fetch_response::AcquiredRecords;
-use storage::{
-    AckItem, AckStatus, PopRequest, PoppedMessage, StorageError, StoredMessage,
-};
+use storage::{AckItem, AckStatus, PopRequest, PoppedMessage, StorageError, StoredMessage};
 
 use super::config::ShareConfig;
 use super::target::Target;

@@ -63,7 +63,9 @@ pub(crate) fn default_of(name: &str) -> Option<&'static str> {
 pub(crate) fn check(name: &str, value: &str) -> Result<(), String> {
     let int = |lo: i64, hi: i64| match value.parse::<i64>() {
         Ok(v) if (lo..=hi).contains(&v) => Ok(()),
-        _ => Err(format!("Invalid value {value} for configuration {name}: must be between {lo} and {hi}")),
+        _ => Err(format!(
+            "Invalid value {value} for configuration {name}: must be between {lo} and {hi}"
+        )),
     };
     match name {
         LOCK_DURATION => int(1000, 3_600_000),

@@ -157,7 +157,10 @@ impl ShareGroups {
         if request.epoch != 0 && !known {
             return HeartbeatAnswer::error(
                 ResponseError::UnknownMemberId,
-                format!("member {} is not in share group {group_id}", request.member_id),
+                format!(
+                    "member {} is not in share group {group_id}",
+                    request.member_id
+                ),
             );
         }
         let group = groups.entry(group_id.to_owned()).or_default();

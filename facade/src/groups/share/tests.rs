@@ -55,7 +55,10 @@ fn a_leaving_member_hands_back_what_it_held() {
         .expect("member");
     let left = groups.heartbeat("g", beat("a", -1, None), 45_000);
     assert_eq!((left.error, left.epoch, left.released.len()), (None, -1, 2));
-    assert_eq!(groups.describe("g").map(|v| v.state), Some(ShareState::Empty));
+    assert_eq!(
+        groups.describe("g").map(|v| v.state),
+        Some(ShareState::Empty)
+    );
 }
 
 #[test]
@@ -84,7 +87,10 @@ fn sessions_take_each_epoch_once_in_order() {
     groups
         .with_member("g", "a", |m, _| Ok(m.close_session()))
         .expect("closed");
-    assert_eq!(run(&|m| m.has_session()), Err(ResponseError::ShareSessionNotFound));
+    assert_eq!(
+        run(&|m| m.has_session()),
+        Err(ResponseError::ShareSessionNotFound)
+    );
 }
 
 #[test]
