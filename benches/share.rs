@@ -5,7 +5,8 @@
 //! of its own), each run a fresh share group over the same records, on
 //! SQLite and PostgreSQL. Prints records/s and the acknowledgement cost
 //! per record (the time ShareAcknowledge took, divided by the records it
-//! accepted, averaged over the consumers).
+//! accepted, averaged over the consumers) and the broker's peak resident
+//! memory.
 //!
 //! `cargo bench --bench share` runs everything; `-- --backend sqlite`,
 //! `--records N`, `--consumers 1,4` narrow it.
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{fresh_db, Flags};
+use common::{fresh_db, peak_rss_mib, Flags};
 use serde_json::json;
 use support::share::{all, set_group_configs, ShareConsumer, ACCEPT};
 use support::Broker;
@@ -114,9 +115,10 @@ async fn main() {
                     .await
                     .expect("run");
             println!(
-                "{backend:8} share group, {n:2} consumers on 8 partitions: {records} records in {elapsed:.2?}, {:>8.0} rec/s, ack {:.1} µs/record",
+                "{backend:8} share group, {n:2} consumers on 8 partitions: {records} records in {elapsed:.2?}, {:>8.0} rec/s, ack {:.1} µs/record, broker peak RSS {:.0} MiB",
                 records as f64 / elapsed.as_secs_f64(),
-                per_ack * 1e6
+                per_ack * 1e6,
+                peak_rss_mib(broker.child.id())
             );
         }
     }

@@ -39,25 +39,13 @@ async fn serve(
     request: ShareAcknowledgeRequest,
     access: &Access,
 ) -> Result<ShareAcknowledgeResponse, (ResponseError, String)> {
-    let group = request
-        .group_id
-        .as_ref()
-        .map(|g| g.to_string())
-        .unwrap_or_default();
-    let member = request
-        .member_id
-        .as_ref()
-        .map(|m| m.to_string())
-        .unwrap_or_default();
-    if group.is_empty() || member.is_empty() {
-        return Err((
-            ResponseError::InvalidRequest,
-            "group id and member id are required".into(),
-        ));
-    }
-    if let Some(error) = broker.member_error(access, &group).await {
-        return Err((error, error.to_string()));
-    }
+    let (group, member) = crate::share::identify(
+        broker,
+        access,
+        request.group_id.as_ref().map(|g| g.as_str()),
+        request.member_id.as_ref().map(|m| m.as_str()),
+    )
+    .await?;
     // Every batch is checked before anything changes.
     let mut parts = Vec::new();
     for t in &request.topics {

@@ -52,32 +52,20 @@ pub(super) async fn handle(
     }
 }
 
-type Refusal = (ResponseError, String);
+use crate::share::Refusal;
 
 async fn serve(
     broker: &Broker,
     request: ShareFetchRequest,
     access: &Access,
 ) -> Result<ShareFetchResponse, Refusal> {
-    let group = request
-        .group_id
-        .as_ref()
-        .map(|g| g.to_string())
-        .unwrap_or_default();
-    let member = request
-        .member_id
-        .as_ref()
-        .map(|m| m.to_string())
-        .unwrap_or_default();
-    if group.is_empty() || member.is_empty() {
-        return Err((
-            ResponseError::InvalidRequest,
-            "group id and member id are required".into(),
-        ));
-    }
-    if let Some(error) = broker.member_error(access, &group).await {
-        return Err((error, error.to_string()));
-    }
+    let (group, member) = crate::share::identify(
+        broker,
+        access,
+        request.group_id.as_ref().map(|g| g.as_str()),
+        request.member_id.as_ref().map(|m| m.as_str()),
+    )
+    .await?;
     let epoch = request.share_session_epoch;
     let acks = request.topics.iter().any(|t| {
         t.partitions

@@ -1,6 +1,7 @@
 //! Kafka's (topic id, partition index) resolved to the native partition a
 //! share group pops and acknowledges.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use kafka_protocol::ResponseError;
@@ -37,9 +38,8 @@ impl Targets {
         topic_id: Uuid,
         index: i32,
     ) -> Result<Target, ResponseError> {
-        if !self.topics.contains_key(&topic_id) {
-            let info = topic(broker, access, topic_id).await;
-            self.topics.insert(topic_id, info);
+        if let Entry::Vacant(slot) = self.topics.entry(topic_id) {
+            slot.insert(topic(broker, access, topic_id).await);
         }
         let info = match self.topics.get(&topic_id) {
             Some(Ok(info)) => info,
