@@ -27,6 +27,8 @@ enum Ty {
     Str,
     Bytes,
     Ints,
+    /// An array of INT8 (acknowledgement types).
+    I8s,
     Longs,
     Strs,
     Array(&'static [Field]),
@@ -502,6 +504,72 @@ const CONSUMER_GROUP_DESCRIBE: &[Field] = &[
     Field(Bool, 0, ALL), // include_authorized_operations
 ];
 
+const SHARE_GROUP_HEARTBEAT: &[Field] = &[
+    Field(Str, 0, ALL),  // group_id
+    Field(Str, 0, ALL),  // member_id
+    Field(I32, 0, ALL),  // member_epoch
+    Field(Str, 0, ALL),  // rack_id
+    Field(Strs, 0, ALL), // subscribed_topic_names
+];
+
+const SHARE_GROUP_DESCRIBE: &[Field] = &[
+    Field(Strs, 0, ALL), // group_ids
+    Field(Bool, 0, ALL), // include_authorized_operations
+];
+
+/// Acknowledgement batches: first and last offset, one type or one per offset.
+const ACKNOWLEDGEMENT_BATCH: &[Field] =
+    &[Field(I64, 0, ALL), Field(I64, 0, ALL), Field(I8s, 0, ALL)];
+
+const SHARE_FETCH: &[Field] = &[
+    Field(Str, 0, ALL), // group_id
+    Field(Str, 0, ALL), // member_id
+    Field(I32, 0, ALL), // share_session_epoch
+    Field(I32, 0, ALL), // max_wait_ms
+    Field(I32, 0, ALL), // min_bytes
+    Field(I32, 0, ALL), // max_bytes
+    Field(I32, 1, ALL), // max_records
+    Field(I32, 1, ALL), // batch_size
+    Field(
+        Array(&[
+            Field(Uuid, 0, ALL), // topic_id
+            Field(
+                Array(&[
+                    Field(I32, 0, ALL), // partition_index
+                    Field(I32, 0, 0),   // partition_max_bytes
+                    Field(Array(ACKNOWLEDGEMENT_BATCH), 0, ALL),
+                ]),
+                0,
+                ALL,
+            ),
+        ]),
+        0,
+        ALL,
+    ),
+    Field(Array(&[Field(Uuid, 0, ALL), Field(Ints, 0, ALL)]), 0, ALL), // forgotten
+];
+
+const SHARE_ACKNOWLEDGE: &[Field] = &[
+    Field(Str, 0, ALL), // group_id
+    Field(Str, 0, ALL), // member_id
+    Field(I32, 0, ALL), // share_session_epoch
+    Field(
+        Array(&[
+            Field(Uuid, 0, ALL), // topic_id
+            Field(
+                Array(&[
+                    Field(I32, 0, ALL), // partition_index
+                    Field(Array(ACKNOWLEDGEMENT_BATCH), 0, ALL),
+                ]),
+                0,
+                ALL,
+            ),
+        ]),
+        0,
+        ALL,
+    ),
+];
+
 fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
     Some(match api {
         ApiKey::Produce => (PRODUCE, 9),
@@ -546,6 +614,10 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::ListTransactions => (LIST_TRANSACTIONS, 0),
         ApiKey::ConsumerGroupHeartbeat => (CONSUMER_GROUP_HEARTBEAT, 0),
         ApiKey::ConsumerGroupDescribe => (CONSUMER_GROUP_DESCRIBE, 0),
+        ApiKey::ShareGroupHeartbeat => (SHARE_GROUP_HEARTBEAT, 0),
+        ApiKey::ShareGroupDescribe => (SHARE_GROUP_DESCRIBE, 0),
+        ApiKey::ShareFetch => (SHARE_FETCH, 0),
+        ApiKey::ShareAcknowledge => (SHARE_ACKNOWLEDGE, 0),
         _ => return None,
     })
 }
@@ -661,6 +733,7 @@ impl Walk<'_> {
                 None => Ok(()),
             },
             Ints => self.repeat(|w| w.field(I32)),
+            I8s => self.repeat(|w| w.field(I8)),
             Longs => self.repeat(|w| w.field(I64)),
             Strs => self.repeat(|w| w.field(Str)),
             Array(fields) => self.repeat(|w| w.fields(fields)),

@@ -51,6 +51,7 @@ pub mod metrics;
 mod noise;
 mod produce_rules;
 pub mod records;
+mod share;
 pub mod tls;
 mod topic_name;
 mod varint;

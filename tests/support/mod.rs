@@ -9,6 +9,7 @@ pub(crate) mod pki;
 pub(crate) mod python;
 pub(crate) mod router;
 pub(crate) mod security;
+pub(crate) mod share;
 pub(crate) mod txn;
 
 use std::io::{BufRead, BufReader};

@@ -10,6 +10,7 @@
 pub(crate) mod consumer;
 mod group;
 mod member;
+pub(crate) mod share;
 #[cfg(test)]
 mod tests;
 
@@ -62,6 +63,8 @@ pub struct Coordinator {
     groups: Mutex<HashMap<String, Group>>,
     /// The KIP-848 consumer groups; a group id is one kind or the other.
     pub(crate) consumer: consumer::ConsumerGroups,
+    /// The KIP-932 share groups.
+    pub(crate) share: share::ShareGroups,
     limits: Limits,
     started: Instant,
 }
@@ -72,6 +75,7 @@ impl Coordinator {
         Self {
             groups: Mutex::new(HashMap::new()),
             consumer: consumer::ConsumerGroups::default(),
+            share: share::ShareGroups::default(),
             limits,
             started: Instant::now(),
         }
@@ -92,6 +96,7 @@ impl Coordinator {
             groups.retain(|_, g| !g.is_idle(now));
             drop(groups);
             self.consumer.tick(self.limits.consumer_session_ms, now);
+            self.share.tick(self.limits.consumer_session_ms);
         }
     }
 
@@ -265,12 +270,19 @@ impl Coordinator {
     /// Whether the group has members or members on their way in (it
     /// cannot be deleted then).
     pub fn has_members(&self, group_id: &str) -> bool {
-        self.lock().get(group_id).is_some_and(Group::is_busy) || self.consumer.is_busy(group_id)
+        self.lock().get(group_id).is_some_and(Group::is_busy)
+            || self.consumer.is_busy(group_id)
+            || self.share.is_busy(group_id)
+    }
+
+    /// Whether a classic group with members (or on their way in) has this id.
+    pub(crate) fn has_classic(&self, group_id: &str) -> bool {
+        self.lock().get(group_id).is_some_and(Group::is_busy)
     }
 
     /// Forgets an Empty group (DeleteGroups); returns whether it was known.
     pub fn forget(&self, group_id: &str) -> bool {
-        if self.consumer.forget(group_id) {
+        if self.consumer.forget(group_id) || self.share.forget(group_id) {
             return true;
         }
         let mut groups = self.lock();
@@ -306,6 +318,12 @@ impl Coordinator {
         }
         self.consumer
             .heartbeat(group_id, request, topics, self.now())
+    }
+
+    /// The session timeout of share group members (the KIP-848 one:
+    /// Kafka's `group.share.session.timeout.ms` has the same default).
+    pub(crate) fn share_session_ms(&self) -> i32 {
+        self.limits.consumer_session_ms
     }
 
     /// The heartbeat interval KIP-848 members are told.

@@ -460,6 +460,62 @@ fn sample(api: ApiKey, version: i16) -> BytesMut {
             .with_group_ids(two(GroupId(name("g"))))
             .with_include_authorized_operations(true)
             .encode(&mut buf, version),
+        ApiKey::ShareGroupHeartbeat => ShareGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(name("g")))
+            .with_member_id(name("m"))
+            .with_member_epoch(3)
+            .with_rack_id(Some(name("r")))
+            .with_subscribed_topic_names(Some(two(topic.clone())))
+            .encode(&mut buf, version),
+        ApiKey::ShareGroupDescribe => ShareGroupDescribeRequest::default()
+            .with_group_ids(two(GroupId(name("g"))))
+            .with_include_authorized_operations(true)
+            .encode(&mut buf, version),
+        ApiKey::ShareFetch => {
+            use share_fetch_request::*;
+            let batch = AcknowledgementBatch::default()
+                .with_first_offset(1)
+                .with_last_offset(2)
+                .with_acknowledge_types(vec![1, 2]);
+            let p = FetchPartition::default()
+                .with_partition_index(1)
+                .with_acknowledgement_batches(two(batch));
+            let t = FetchTopic::default()
+                .with_topic_id(uuid::Uuid::from_u128(9))
+                .with_partitions(two(p));
+            let f = ForgottenTopic::default()
+                .with_topic_id(uuid::Uuid::from_u128(8))
+                .with_partitions(two(3));
+            ShareFetchRequest::default()
+                .with_group_id(Some(GroupId(name("g"))))
+                .with_member_id(Some(name("m")))
+                .with_share_session_epoch(2)
+                .with_max_wait_ms(5)
+                .with_max_records(7)
+                .with_batch_size(7)
+                .with_topics(two(t))
+                .with_forgotten_topics_data(two(f))
+                .encode(&mut buf, version)
+        }
+        ApiKey::ShareAcknowledge => {
+            use share_acknowledge_request::*;
+            let batch = AcknowledgementBatch::default()
+                .with_first_offset(1)
+                .with_last_offset(1)
+                .with_acknowledge_types(vec![3]);
+            let p = AcknowledgePartition::default()
+                .with_partition_index(1)
+                .with_acknowledgement_batches(two(batch));
+            let t = AcknowledgeTopic::default()
+                .with_topic_id(uuid::Uuid::from_u128(9))
+                .with_partitions(two(p));
+            ShareAcknowledgeRequest::default()
+                .with_group_id(Some(GroupId(name("g"))))
+                .with_member_id(Some(name("m")))
+                .with_share_session_epoch(2)
+                .with_topics(two(t))
+                .encode(&mut buf, version)
+        }
         other => panic!("no sample for {other:?}"),
     };
     result.unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));

@@ -29,6 +29,7 @@ use crate::error::storage_code;
 /// Config resource types.
 pub(super) const TOPIC: i8 = 2;
 pub(super) const BROKER: i8 = 4;
+/// Group resources (KIP-848, KIP-932).
 pub(super) const GROUP: i8 = 32;
 
 /// Why a resource's change was refused: the error code and message.
@@ -90,13 +91,13 @@ pub(super) fn alter_denied(access: &Access, kind: i8, name: &str) -> Option<Refu
             ResponseError::TopicAuthorizationFailed.code(),
             format!("ALTER_CONFIGS on topic {name} is not allowed"),
         )),
-        BROKER if !access.cluster(AclOperation::AlterConfigs) => Some((
-            ResponseError::ClusterAuthorizationFailed.code(),
-            "ALTER_CONFIGS on the cluster is not allowed".to_owned(),
-        )),
         GROUP if !access.group(AclOperation::AlterConfigs, name) => Some((
             ResponseError::GroupAuthorizationFailed.code(),
             format!("ALTER_CONFIGS on group {name} is not allowed"),
+        )),
+        BROKER if !access.cluster(AclOperation::AlterConfigs) => Some((
+            ResponseError::ClusterAuthorizationFailed.code(),
+            "ALTER_CONFIGS on the cluster is not allowed".to_owned(),
         )),
         _ => None,
     }

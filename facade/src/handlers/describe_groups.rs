@@ -3,7 +3,8 @@
 //! native consumer group) is `Empty`; an unknown one is `Dead`, as Kafka
 //! answers. A KIP-848 consumer group is not a classic group: Kafka 4
 //! describes it as `Dead` to these versions (up to 5; v6 would add
-//! `GROUP_ID_NOT_FOUND`), and clients use ConsumerGroupDescribe.
+//! `GROUP_ID_NOT_FOUND`), and clients use ConsumerGroupDescribe; a KIP-932
+//! share group likewise (clients use ShareGroupDescribe).
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
@@ -49,7 +50,7 @@ async fn describe(broker: &Broker, id: kafka_protocol::messages::GroupId) -> Des
     if let Some(error) = broker.group_error(&name).await {
         return described.with_error_code(error.code());
     }
-    if broker.groups.consumer.knows(&name) {
+    if broker.groups.consumer.knows(&name) || broker.groups.share.knows(&name) {
         return described.with_group_state(StrBytes::from_static_str("Dead"));
     }
     if let Some(group) = broker.groups.describe(&name) {

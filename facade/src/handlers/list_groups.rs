@@ -1,7 +1,8 @@
 //! ListGroups: the groups this broker coordinates, with members or with
 //! committed offsets only (those are `Empty`, native consumer groups
 //! included), filtered by state (v4+) and type (v5+): KIP-848 groups are of
-//! type `consumer` (protocol type `consumer`), the others `classic`.
+//! type `consumer` (protocol type `consumer`), KIP-932 share groups of type
+//! `share` (protocol type `share`), the others `classic`.
 
 use std::collections::HashSet;
 use storage::{Access, AclOperation};
@@ -39,6 +40,14 @@ pub(super) async fn handle(
             .list()
             .into_iter()
             .map(|(id, state)| (id, state.name(), "consumer".to_owned(), "consumer")),
+    );
+    listed.extend(
+        broker
+            .groups
+            .share
+            .list()
+            .into_iter()
+            .map(|(id, state)| (id, state.name(), "share".to_owned(), "share")),
     );
     let with_members: HashSet<String> = listed.iter().map(|(id, ..)| id.clone()).collect();
     for name in names {

@@ -42,6 +42,10 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod share_acknowledge;
+mod share_fetch;
+mod share_group_describe;
+mod share_group_heartbeat;
 mod sync_group;
 mod txn_offset_commit;
 
@@ -287,6 +291,14 @@ async fn route(
                     let answer = consumer_group_heartbeat::handle(broker, version, request, caller, access).await;
                     ready(respond(api, version, correlation_id, &answer))
                 }
+                Some(RequestKind::ShareGroupHeartbeat(request)) => {
+                    let caller = Caller {
+                        client_id: client_id.map(|c| c.to_string()).unwrap_or_default(),
+                        host: peer.to_owned(),
+                    };
+                    let answer = share_group_heartbeat::handle(broker, version, request, caller, access).await;
+                    ready(respond(api, version, correlation_id, &answer))
+                }
                 Some(RequestKind::Produce(request)) => {
                     let completion = produce::handle(broker, version, request, access).await;
                     let span = tracing::Span::current();
@@ -339,6 +351,9 @@ async fn route(
         DescribeTransactions => describe_transactions,
         ListTransactions => list_transactions,
         ConsumerGroupDescribe => consumer_group_describe,
+        ShareGroupDescribe => share_group_describe,
+        ShareFetch => share_fetch,
+        ShareAcknowledge => share_acknowledge,
     )
 }
 

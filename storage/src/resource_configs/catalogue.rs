@@ -252,7 +252,7 @@ pub(super) static BROKER: &[ConfigDef] = &[
     ),
 ];
 
-/// The group configs (KIP-848), by name.
+/// The group configs (KIP-848 and KIP-932 share groups), by name.
 pub(super) static GROUP: &[ConfigDef] = &[
     def!(
         "consumer.heartbeat.interval.ms",
@@ -269,6 +269,30 @@ pub(super) static GROUP: &[ConfigDef] = &[
         Text("45000"),
         "group.consumer.session.timeout.ms",
         "Stored and described; --group-consumer-session-timeout-ms applies."
+    ),
+    def!(
+        "share.auto.offset.reset",
+        String,
+        Valid::OneOf(&["earliest", "latest"]),
+        Text("latest"),
+        "share.auto.offset.reset",
+        "Where a share group starts on a partition it has not consumed (KIP-932)."
+    ),
+    def!(
+        "share.delivery.count.limit",
+        Int,
+        Valid::Range(2, 10),
+        Text("5"),
+        "group.share.delivery.count.limit",
+        "Deliveries of a record before it goes to the dead-letter queue (KIP-932)."
+    ),
+    def!(
+        "share.record.lock.duration.ms",
+        Int,
+        Valid::Range(1000, 3_600_000),
+        Text("30000"),
+        "group.share.record.lock.duration.ms",
+        "How long a share consumer holds an acquired record, rounded up to whole seconds (KIP-932)."
     ),
 ];
 
