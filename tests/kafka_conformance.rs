@@ -72,6 +72,18 @@ fn fetch(
     partition_max: i32,
     max_bytes: i32,
 ) -> FetchResponse {
+    fetch_from(kafka, topic, partitions, 0, (partition_max, max_bytes))
+}
+
+/// A Fetch from offset `from` of each of `partitions`, with the limits
+/// (`partition_max_bytes`, `max_bytes`).
+fn fetch_from(
+    kafka: &str,
+    topic: &str,
+    partitions: i32,
+    from: i64,
+    (partition_max, max_bytes): (i32, i32),
+) -> FetchResponse {
     let request = FetchRequest::default()
         .with_replica_id(kafka_protocol::messages::BrokerId(-1))
         .with_max_wait_ms(100)
@@ -84,7 +96,7 @@ fn fetch(
                     .map(|p| {
                         FetchPartition::default()
                             .with_partition(p)
-                            .with_fetch_offset(0)
+                            .with_fetch_offset(from)
                             .with_partition_max_bytes(partition_max)
                     })
                     .collect(),
@@ -116,6 +128,7 @@ fn sizes(answer: &FetchResponse) -> Vec<(usize, usize)> {
 
 support::broker_scenarios!(&[];
     a_fetch_stays_within_its_max_bytes,
+    a_fetch_resuming_inside_a_batch_fills_its_budget,
     illegal_topic_names_are_refused_and_nothing_is_created,
     a_group_whose_members_left_is_empty_and_can_be_deleted,
     authorized_operations_are_every_operation_without_an_authorizer,
@@ -143,6 +156,58 @@ async fn a_fetch_stays_within_its_max_bytes(broker: &Broker) {
     // A record larger than the whole limit still comes, alone (KIP-74).
     assert_eq!(tiny[0].1, 1, "{tiny:?}");
     assert_eq!(&tiny[1..], &[(0, 0), (0, 0)], "{tiny:?}");
+}
+
+/// The offsets of the records of the first partition's answer.
+fn offsets(answer: &FetchResponse) -> Vec<i64> {
+    let partition = &answer.responses[0].partitions[0];
+    assert_eq!(partition.error_code, 0);
+    let mut records = partition.records.clone().unwrap_or_default();
+    let mut offsets = Vec::new();
+    while !records.is_empty() {
+        let batch = RecordBatchDecoder::decode(&mut records).expect("a readable batch");
+        offsets.extend(batch.records.iter().map(|r| r.offset));
+    }
+    offsets
+}
+
+/// A partition budget that ends inside a stored batch answers the records
+/// that fit; the fetch from the next offset gets the batch's rest and what
+/// follows up to the same budget, not the rest alone (which once made
+/// every other fetch of a consumer a short one).
+async fn a_fetch_resuming_inside_a_batch_fills_its_budget(broker: &Broker) {
+    create_topic(&broker.kafka, "resume", 1).await;
+    // Two rounds, so at least two stored batches of 400 records of 1 kB.
+    fill(broker, "resume", 1, 400, 1_000).await;
+    fill(broker, "resume", 1, 400, 1_000).await;
+    let kafka = broker.kafka.clone();
+    let limits = (300_000, 50_000_000);
+    let (first, second) = tokio::task::spawn_blocking(move || {
+        let first = offsets(&fetch_from(&kafka, "resume", 1, 0, limits));
+        let next = first.last().map_or(0, |o| o + 1);
+        let answer = fetch_from(&kafka, "resume", 1, next, limits);
+        let bytes = answer.responses[0].partitions[0]
+            .records
+            .as_ref()
+            .map_or(0, |r| r.len());
+        assert!(bytes <= 300_000, "{bytes} bytes for a 300,000 budget");
+        (first, offsets(&answer))
+    })
+    .await
+    .expect("fetch");
+    assert!(
+        (200..=300).contains(&first.len()),
+        "300 kB hold 200-300 records of 1 kB: {}",
+        first.len()
+    );
+    assert!(
+        second.len() >= 200,
+        "the fetch resuming at {} got {} records",
+        first.len(),
+        second.len()
+    );
+    let all: Vec<i64> = first.iter().chain(&second).copied().collect();
+    assert_eq!(all, (0..all.len() as i64).collect::<Vec<_>>());
 }
 
 /// The names of the topics Metadata lists.

@@ -105,6 +105,15 @@ impl Broker {
         }
     }
 
+    /// Waits until a fetch's answer of up to `bytes` (its records read and
+    /// encoded) fits in the in-flight budget, counting at most a quarter of
+    /// the budget: the fetch already holds its request's share while it
+    /// waits, so it must never need all of it.
+    pub async fn answer_budget(&self, bytes: usize) -> OwnedSemaphorePermit {
+        self.request_budget(bytes.min(self.budget_kib / 4 * 1024))
+            .await
+    }
+
     /// Keeps the registration alive until the task is dropped.
     pub async fn heartbeat_forever(&self) {
         let mut tick = tokio::time::interval(HEARTBEAT_INTERVAL);

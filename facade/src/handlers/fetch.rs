@@ -7,6 +7,11 @@
 //! (the answer's session id is 0, so clients keep sending full requests) and
 //! an incremental request gets `FETCH_SESSION_ID_NOT_FOUND`.
 //!
+//! The records a fetch gathers hold room of the broker's in-flight budget
+//! (twice what the fetch may answer: the records read and their encoding)
+//! from the first partition with records until the answer is written; a
+//! fetch that finds nothing, or waits, holds none.
+//!
 //! `read_committed` (isolation level 1) reads up to the last stable offset
 //! (the first offset of the oldest open transaction) and lists the aborted
 //! transactions among what it returns, so clients drop their records;
@@ -24,6 +29,7 @@ use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, ProducerId, 
 use kafka_protocol::ResponseError;
 use storage::{PartitionId, StorageError, StoredMessage};
 use telemetry::{Door, TRAFFIC};
+use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
 use crate::broker::Broker;
@@ -44,16 +50,18 @@ struct Wanted {
 }
 
 /// Answers with what is available from each requested offset, waiting up
-/// to `max_wait_ms` for `min_bytes`.
+/// to `max_wait_ms` for `min_bytes`; with the room of the in-flight budget
+/// its records hold until the answer is written, if it has any.
 pub(super) async fn handle(
     broker: &Broker,
     version: i16,
     request: FetchRequest,
     access: &Access,
-) -> FetchResponse {
+) -> (FetchResponse, Option<OwnedSemaphorePermit>) {
     if version >= 7 && request.session_id != 0 {
-        return FetchResponse::default()
-            .with_error_code(ResponseError::FetchSessionIdNotFound.code());
+        let refused =
+            FetchResponse::default().with_error_code(ResponseError::FetchSessionIdNotFound.code());
+        return (refused, None);
     }
     let appended = broker.engine.appended_anywhere();
 
@@ -94,12 +102,23 @@ pub(super) async fn handle(
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
     let max_bytes = usize::try_from(request.max_bytes).unwrap_or(usize::MAX);
     let read_committed = request.isolation_level == 1;
+    // What one pass may gather: its records, decoded and encoded.
+    let partition_bytes = wanted
+        .iter()
+        .map(|w| w.max_bytes)
+        .fold(0, usize::saturating_add);
+    let charge = max_bytes.min(partition_bytes).saturating_mul(2);
+    let pass = Pass {
+        max_bytes,
+        read_committed,
+        charge,
+    };
     loop {
         // Armed before reading, so an append landing meanwhile still wakes us.
         let notified = appended.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let read = read_all(broker, version, &wanted, max_bytes, read_committed).await;
+        let read = read_all(broker, version, &wanted, pass).await;
         let expired = tokio::time::Instant::now() >= deadline;
         if read.bytes >= min_bytes || read.failed || expired {
             return answer(version, &topics, &wanted, read, start, wait);
@@ -107,10 +126,21 @@ pub(super) async fn handle(
         // Sleep until something is appended (here or, on PostgreSQL, on
         // another broker), or the deadline.
         if tokio::time::timeout_at(deadline, notified).await.is_err() {
-            let read = read_all(broker, version, &wanted, max_bytes, read_committed).await;
+            let read = read_all(broker, version, &wanted, pass).await;
             return answer(version, &topics, &wanted, read, start, wait);
         }
     }
+}
+
+/// How a pass over the wanted partitions reads.
+#[derive(Debug, Clone, Copy)]
+struct Pass {
+    /// The request's `max_bytes`.
+    max_bytes: usize,
+    /// Whether it reads committed records only.
+    read_committed: bool,
+    /// The in-flight budget the pass takes once it finds records.
+    charge: usize,
 }
 
 /// What one pass over the wanted partitions read.
@@ -123,16 +153,18 @@ struct Read {
     records: usize,
     /// Whether any partition failed.
     failed: bool,
+    /// The room of the in-flight budget the records hold, once any were read.
+    held: Option<OwnedSemaphorePermit>,
 }
 
 /// Reads every wanted partition.
-async fn read_all(
-    broker: &Broker,
-    version: i16,
-    wanted: &[Wanted],
-    max_bytes: usize,
-    read_committed: bool,
-) -> Read {
+async fn read_all(broker: &Broker, version: i16, wanted: &[Wanted], pass: Pass) -> Read {
+    let Pass {
+        max_bytes,
+        read_committed,
+        ..
+    } = pass;
+    let mut held = None;
     let mut total = 0;
     let mut records = 0;
     let mut failed = false;
@@ -152,17 +184,11 @@ async fn read_all(
                     bytes: w.max_bytes.min(max_bytes.saturating_sub(total)),
                     at_least_one: total == 0,
                 };
-                match read_one(
-                    broker,
-                    version,
+                let at = Position {
                     partition_id,
-                    w.offset,
-                    budget,
-                    read_committed,
-                    data.clone(),
-                )
-                .await
-                {
+                    offset: w.offset,
+                };
+                match read_one(broker, version, at, budget, pass, &mut held, data.clone()).await {
                     Ok((filled, n, count)) => {
                         total += n;
                         records += count;
@@ -185,7 +211,15 @@ async fn read_all(
         bytes: total,
         records,
         failed,
+        held,
     }
+}
+
+/// Where a partition is read from.
+#[derive(Debug, Clone, Copy)]
+struct Position {
+    partition_id: PartitionId,
+    offset: i64,
 }
 
 /// What one partition's records may take of the answer.
@@ -203,12 +237,17 @@ struct Budget {
 async fn read_one(
     broker: &Broker,
     version: i16,
-    partition_id: PartitionId,
-    offset: i64,
+    at: Position,
     budget: Budget,
-    read_committed: bool,
+    pass: Pass,
+    held: &mut Option<OwnedSemaphorePermit>,
     mut data: PartitionData,
 ) -> Result<(PartitionData, usize, usize), StorageError> {
+    let Position {
+        partition_id,
+        offset,
+    } = at;
+    let read_committed = pass.read_committed;
     let bounds = broker.engine.log_bounds(partition_id).await?;
     data.high_watermark = bounds.next_offset;
     let upper = match read_committed {
@@ -227,6 +266,11 @@ async fn read_one(
     let mut count = 0;
     if (budget.bytes > 0 || budget.at_least_one) && offset < upper {
         let wanted = usize::try_from(upper - offset).unwrap_or(usize::MAX);
+        // Taken once per pass, before the first records are read: a pass
+        // never waits for budget while holding some.
+        if held.is_none() {
+            *held = Some(broker.answer_budget(pass.charge).await);
+        }
         let mut messages = broker
             .engine
             .read_partition(partition_id, offset, wanted, budget.bytes.max(1))
@@ -288,7 +332,7 @@ fn answer(
     read: Read,
     start: tokio::time::Instant,
     wait: Duration,
-) -> FetchResponse {
+) -> (FetchResponse, Option<OwnedSemaphorePermit>) {
     let traffic = TRAFFIC.door(Door::Kafka);
     traffic.records_out.inc_by(read.records as u64);
     traffic.bytes_out.inc_by(read.bytes as u64);
@@ -314,5 +358,8 @@ fn answer(
         KAFKA.partition_error(ApiKey::Fetch, data.error_code);
         responses[w.topic].partitions.push(data);
     }
-    FetchResponse::default().with_responses(responses)
+    (
+        FetchResponse::default().with_responses(responses),
+        read.held,
+    )
 }

@@ -58,6 +58,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
+use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
 
 use storage::Access;
@@ -72,6 +73,9 @@ use crate::versions;
 pub enum Reply {
     /// Answered already.
     Ready(Option<BytesMut>),
+    /// Answered already, holding room of the in-flight budget until the
+    /// answer is written (a fetch's records).
+    Held(BytesMut, OwnedSemaphorePermit),
     /// To be answered when the future resolves; answers still go out in
     /// request order.
     Later(Pin<Box<dyn Future<Output = Result<Option<BytesMut>, ConnError>> + Send>>),
@@ -81,6 +85,7 @@ impl std::fmt::Debug for Reply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Ready(frame) => f.debug_tuple("Ready").field(frame).finish(),
+            Self::Held(frame, _) => f.debug_tuple("Held").field(frame).finish(),
             Self::Later(_) => f.write_str("Later(..)"),
         }
     }
@@ -210,7 +215,7 @@ pub async fn dispatch(
     match &reply {
         // A produce is timed when its appends have committed (in `route`).
         Ok(Reply::Later(_)) => {}
-        Ok(Reply::Ready(_)) => {
+        Ok(Reply::Ready(_) | Reply::Held(..)) => {
             request.done(start, false);
             answered(&span, start);
         }
@@ -263,6 +268,13 @@ async fn route(
                     let answer = $handler::handle(broker, version, request, access).await;
                     ready(respond(api, version, correlation_id, &answer))
                 })*
+                Some(RequestKind::Fetch(request)) => {
+                    let (answer, held) = fetch::handle(broker, version, request, access).await;
+                    respond(api, version, correlation_id, &answer).map(|frame| match held {
+                        Some(held) => Reply::Held(frame, held),
+                        None => Reply::Ready(Some(frame)),
+                    })
+                }
                 Some(RequestKind::Metadata(request)) => {
                     let answer = metadata::handle(broker, version, request, listener, access).await;
                     ready(respond(api, version, correlation_id, &answer))
@@ -318,7 +330,6 @@ async fn route(
     }
     route!(
         ApiVersions => api_versions,
-        Fetch => fetch,
         ListOffsets => list_offsets,
         CreateTopics => create_topics,
         DeleteTopics => delete_topics,

@@ -134,8 +134,13 @@ pub(crate) async fn scan(
 }
 
 /// Messages of the partition from offset `from` on: up to `max_messages`,
-/// and no more segments once `max_bytes` of them were read (the first one
-/// with a message always is).
+/// and no more than fit in `max_bytes` (the first message always does).
+///
+/// A message's size is its share of its segment's stored bytes, so a read
+/// can end inside a segment: only the records it returns are decoded, and
+/// the next read from there starts with the rest. Counting a whole segment
+/// for its tail (as reads once did) made a fetch that resumed mid-segment
+/// answer with that tail alone, every other fetch.
 pub(crate) async fn read(
     store: &Store,
     sealer: &Sealer,
@@ -149,43 +154,74 @@ pub(crate) async fn read(
     let mut next = from;
     let mut bytes = 0;
     scan(&mut reader.conn(), partition_id, from, |segment| {
-        bytes += segment.records.len();
-        take_from(segment, sealer, &mut next, max_messages, &mut out)?;
-        let full = out.len() >= max_messages || (bytes >= max_bytes && !out.is_empty());
-        Ok(if full {
-            ControlFlow::Break(())
-        } else {
+        let (taken, room_left) = take_from(
+            segment,
+            sealer,
+            &mut next,
+            Room {
+                messages: max_messages - out.len(),
+                bytes: max_bytes.saturating_sub(bytes),
+                at_least_one: out.is_empty(),
+            },
+            &mut out,
+        )?;
+        bytes += taken;
+        Ok(if room_left && out.len() < max_messages {
             ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
         })
     })
     .await?;
     Ok(out)
 }
 
-/// Appends the messages of `segment` at or after `*next` to `out`, up to
-/// `max` in all, and moves `*next` past them.
+/// What a read may still take.
+#[derive(Debug, Clone, Copy)]
+struct Room {
+    /// Messages.
+    messages: usize,
+    /// Stored bytes (a message counts its share of its segment's).
+    bytes: usize,
+    /// Whether one message is taken whatever its size.
+    at_least_one: bool,
+}
+
+/// Appends the messages of `segment` at or after `*next` to `out`, as many
+/// as `room` holds, decoding only those, and moves `*next` past them.
+/// Returns the stored bytes they count for and whether the read may go on
+/// to the next segment (this one was taken to its end).
 fn take_from(
     segment: SegmentRow,
     sealer: &Sealer,
     next: &mut i64,
-    max: usize,
+    room: Room,
     out: &mut Vec<StoredMessage>,
-) -> Result<()> {
+) -> Result<(usize, bool)> {
     let base = segment.base_offset;
     let created_at_ms = segment.created_at;
-    for (i, record) in segment.decode(sealer)?.into_iter().enumerate() {
-        let offset = base + i as i64;
-        if offset < *next || out.len() >= max {
-            continue;
-        }
+    let count = usize::try_from(segment.count).unwrap_or(0).max(1);
+    let skip = usize::try_from(*next - base).unwrap_or(0).min(count);
+    let available = count - skip;
+    // Every message of a segment counts the same share of it, rounded up.
+    let each = segment.records.len().div_ceil(count).max(1);
+    let mut take = available.min(room.messages).min(room.bytes / each);
+    if take == 0 && room.at_least_one {
+        take = available.min(room.messages).min(1);
+    }
+    let records = segment.decode_range(sealer, skip, take)?;
+    let taken = records.len();
+    for (i, record) in records.into_iter().enumerate() {
         out.push(StoredMessage {
-            offset,
+            offset: base + (skip + i) as i64,
             created_at_ms,
             record,
         });
-        *next = offset + 1;
     }
-    Ok(())
+    if taken > 0 {
+        *next = base + (skip + taken) as i64;
+    }
+    Ok((taken * each, taken == available))
 }
 
 /// The segment of the partition that holds `offset`, if still stored.

@@ -178,14 +178,15 @@ pub(crate) async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
         .await
         .expect("read");
     assert_eq!(mid.iter().map(|m| m.offset).collect::<Vec<_>>(), [1, 2]);
-    // A byte budget stops after the segment that crosses it, but always returns something.
+    // A byte budget stops before the message that would cross it, but
+    // always returns something.
     let small = engine
         .read_partition(p, 3, usize::MAX, 1)
         .await
         .expect("read");
     assert_eq!(small.len(), 1);
     let some = engine
-        .read_partition(p, 3, usize::MAX, 250)
+        .read_partition(p, 3, usize::MAX, 1000)
         .await
         .expect("read");
     assert!(
@@ -205,6 +206,57 @@ pub(crate) async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
             .is_err(),
         "an unknown partition is an error"
     );
+}
+
+/// A read whose byte budget ends inside a segment returns the prefix that
+/// fits, and the read from there returns the rest of that segment and goes
+/// on into the next ones: a fetch resuming mid-segment is never answered
+/// with the segment's tail alone.
+pub(crate) async fn reads_resume_inside_a_segment(db: &Db) {
+    let engine = db.engine().await;
+    let p = one_partition_topic(&engine, "mid").await;
+    for segment in 0..3 {
+        let records = (0..100)
+            .map(|i| kafka(&"v".repeat(100), segment * 100 + i))
+            .collect();
+        engine
+            .append_records("mid", p, records)
+            .await
+            .expect("append");
+    }
+    let whole = engine
+        .read_partition(p, 0, usize::MAX, usize::MAX)
+        .await
+        .expect("read");
+    assert_eq!(whole.len(), 300);
+    // Each record is stored in 120-130 bytes: 15,000 of them hold one
+    // segment and part of the next.
+    let first = engine
+        .read_partition(p, 0, usize::MAX, 15_000)
+        .await
+        .expect("read");
+    assert!(
+        (100..150).contains(&first.len()),
+        "a budget of about 1.5 segments read {} messages",
+        first.len()
+    );
+    let from = first.len() as i64;
+    let second = engine
+        .read_partition(p, from, usize::MAX, 15_000)
+        .await
+        .expect("read");
+    // The budget holds more than the rest of the segment it resumes in.
+    assert!(
+        second.len() > 200 - first.len(),
+        "resuming at {from} read {} messages: only the segment's tail",
+        second.len()
+    );
+    let offsets: Vec<i64> = first.iter().chain(&second).map(|m| m.offset).collect();
+    assert_eq!(offsets, (0..offsets.len() as i64).collect::<Vec<_>>());
+    // The records read in pieces are the records read whole.
+    for (piece, all) in first.iter().chain(&second).zip(&whole) {
+        assert_eq!(piece.record, all.record);
+    }
 }
 
 pub(crate) async fn offsets_are_found_by_timestamp(db: &Db) {
