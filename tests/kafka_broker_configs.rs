@@ -212,6 +212,21 @@ async fn broker_and_group_configs_change_while_running_and_persist(url: &str) {
         assert_eq!(code, 0);
         let code = alter_incrementally(&kafka, GROUP, "payments", &[("no.such", 0, "1")]);
         assert_eq!(code, ResponseError::InvalidConfig.code());
+        // The share-group configs (KIP-932) live beside them, checked as Kafka bounds them.
+        let code = alter_incrementally(
+            &kafka,
+            GROUP,
+            "payments",
+            &[("share.delivery.count.limit", 0, "11")],
+        );
+        assert_eq!(code, ResponseError::InvalidConfig.code());
+        let code = alter_incrementally(
+            &kafka,
+            GROUP,
+            "payments",
+            &[("share.delivery.count.limit", 0, "3")],
+        );
+        assert_eq!(code, 0);
     });
     drop(broker);
 
@@ -244,6 +259,16 @@ async fn broker_and_group_configs_change_while_running_and_persist(url: &str) {
                 false,
                 vec![GROUP_CONFIG, DEFAULT]
             )
+        );
+        assert_eq!(
+            describe(
+                &again.kafka,
+                GROUP,
+                "payments",
+                "share.delivery.count.limit"
+            )
+            .0,
+            "3"
         );
         // AlterConfigs replaces the whole set: the others return to defaults.
         let (code, _) = alter(&again.kafka, BROKER, &id, &[("background.threads", "3")]);

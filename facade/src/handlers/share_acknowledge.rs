@@ -55,15 +55,7 @@ async fn serve(
                 .iter()
                 .map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types[..]))
                 .collect();
-            let offsets = acknowledge::expand(&list).map_err(|e| {
-                (
-                    e,
-                    format!(
-                        "invalid acknowledgement batches for partition {}",
-                        p.partition_index
-                    ),
-                )
-            })?;
+            let offsets = acknowledge::expand_partition(p.partition_index, &list)?;
             parts.push((t.topic_id, p.partition_index, offsets));
         }
     }

@@ -27,6 +27,7 @@ use crate::share::acquire::acquire;
 use crate::share::config::{self, ShareConfig};
 use crate::share::release::release;
 use crate::share::target::Targets;
+use crate::share::Refusal;
 
 /// Records per fetch when the request names no positive `max_records`.
 const DEFAULT_MAX_RECORDS: usize = 500;
@@ -51,8 +52,6 @@ pub(super) async fn handle(
             .with_error_message(Some(StrBytes::from_string(why))),
     }
 }
-
-use crate::share::Refusal;
 
 async fn serve(
     broker: &Broker,
@@ -90,15 +89,7 @@ async fn serve(
                 .iter()
                 .map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types[..]))
                 .collect();
-            let offsets = acknowledge::expand(&list).map_err(|e| {
-                (
-                    e,
-                    format!(
-                        "invalid acknowledgement batches for partition {}",
-                        p.partition_index
-                    ),
-                )
-            })?;
+            let offsets = acknowledge::expand_partition(p.partition_index, &list)?;
             batches.insert((t.topic_id, p.partition_index), offsets);
         }
     }

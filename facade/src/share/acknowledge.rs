@@ -56,6 +56,20 @@ pub(crate) fn expand(batches: &[Batch<'_>]) -> Result<Vec<(i64, i8)>, ResponseEr
     Ok(out)
 }
 
+/// [`expand`] for one partition of a request, refused with the message
+/// the client sees.
+pub(crate) fn expand_partition(
+    partition: i32,
+    batches: &[Batch<'_>],
+) -> Result<Vec<(i64, i8)>, super::Refusal> {
+    expand(batches).map_err(|e| {
+        (
+            e,
+            format!("invalid acknowledgement batches for partition {partition}"),
+        )
+    })
+}
+
 /// The native ack of a record acknowledged with `kind`.
 fn item(partition_id: PartitionId, held: &Held, kind: i8, config: &ShareConfig) -> AckItem {
     let (status, error) = if kind == ACCEPT || kind == GAP {
