@@ -132,6 +132,7 @@ fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: 
         )
         .map_err(|(e, _)| e)
         .expect("warm-up record");
+    common::await_deliveries(&producer);
     match transactional {
         true => producer.commit_transaction(wait).expect("warm-up"),
         false => producer.flush(Duration::from_secs(30)).expect("warm-up"),
@@ -140,6 +141,7 @@ fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: 
     for i in 0..records {
         if transactional && i % mode.transaction_size == 0 {
             if i > 0 {
+                common::await_deliveries(&producer);
                 producer.commit_transaction(wait).expect("commit");
             }
             producer.begin_transaction().expect("begin");
@@ -150,6 +152,7 @@ fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: 
             .partition(partition);
         common::send_queued(&producer, record);
     }
+    common::await_deliveries(&producer);
     match transactional {
         true => producer.commit_transaction(wait).expect("commit"),
         false => producer.flush(wait).expect("flush"),

@@ -168,6 +168,21 @@ pub(crate) fn bulk_producer(
         .set("queue.buffering.max.kbytes", "1048576")
 }
 
+/// Waits until the broker has acknowledged every record `producer` holds.
+/// Call it before `commit_transaction`: rust-rdkafka 0.39 flushes there with
+/// `BaseProducer::poll`, which always waits out its 100 ms step, so every
+/// transaction would pay up to 100 ms of the client's own making (Java and
+/// librdkafka's other bindings do not).
+#[allow(dead_code)] // only the Kafka benches produce
+pub(crate) fn await_deliveries(
+    producer: &rdkafka::producer::ThreadedProducer<rdkafka::producer::DefaultProducerContext>,
+) {
+    use rdkafka::producer::Producer;
+    while producer.in_flight_count() > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Queues `record` in `producer`, polling while its queue is full (a bench
 /// produces faster than the broker acknowledges).
 #[allow(dead_code)] // only the Kafka benches produce
