@@ -11,7 +11,7 @@
 //! - The **tail** ([`tail::Tail`]), the hashes appended since the last seal,
 //!   is held in memory exactly. At [`SEAL_IDS`] hashes the append that
 //!   filled it **seals** it into a level-0 **run** ([`run`]): its (hash,
-//!   offset) pairs sorted by hash in 8 KiB pages, with a Bloom filter
+//!   offset) pairs sorted by hash in pages of about 8 KiB, with a Bloom filter
 //!   ([`filter::Filter`]) and the first hash of each page.
 //! - A background task ([`maintain`]) **merges** [`MERGE_FANOUT`] runs of a
 //!   level into one of the next, in bounded steps, so a partition holds a

@@ -93,3 +93,25 @@ async fn retention_vacuums_what_it_deleted_when_autovacuum_is_off() {
         .expect("count");
     assert_eq!(left, 0);
 }
+
+/// A sealed run's pages stay in their heap rows (migration 0025 and
+/// `run::PAGE_ENTRIES`): a "maybe" lookup then reads one heap tuple rather
+/// than a TOAST index entry and four chunks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dedup_pages_are_not_toasted() {
+    let db = Db::postgres().await;
+    let engine = db.engine().await;
+    crate::push::configure_window(&engine, "inline", 3600).await;
+    // More than one tail (16,384 ids), so a run of full pages is sealed.
+    crate::dedup::push_ids(&engine, "inline", 0..20_000).await;
+    assert!(db.count("SELECT count(*) FROM dedup_pages").await > 30);
+
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    let toasted: i64 = sqlx::query_scalar(
+        "SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE relname = 'dedup_pages'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .expect("toast size");
+    assert_eq!(toasted, 0, "run pages were moved to TOAST");
+}
