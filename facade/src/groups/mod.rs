@@ -280,6 +280,13 @@ impl Coordinator {
         self.lock().get(group_id).is_some_and(Group::is_busy)
     }
 
+    /// Whether `group_id` is a group of another kind than a share group: a
+    /// KIP-848 consumer group, or a classic group with members. The share
+    /// APIs answer such a group `GROUP_ID_NOT_FOUND`, as Kafka does.
+    pub(crate) fn is_other_than_share(&self, group_id: &str) -> bool {
+        self.consumer.knows(group_id) || self.has_classic(group_id)
+    }
+
     /// Forgets an Empty group (DeleteGroups); returns whether it was known.
     pub fn forget(&self, group_id: &str) -> bool {
         if self.consumer.forget(group_id) || self.share.forget(group_id) {

@@ -29,12 +29,10 @@ pub(super) async fn handle(
         Some(error) => HeartbeatAnswer::error(error, error.to_string()),
         None => match checked(&request, caller) {
             Err(why) => HeartbeatAnswer::error(ResponseError::InvalidRequest, why),
-            Ok(_) if broker.groups.consumer.knows(&group) || broker.groups.has_classic(&group) => {
-                HeartbeatAnswer::error(
-                    ResponseError::GroupIdNotFound,
-                    format!("group {group} is not a share group"),
-                )
-            }
+            Ok(_) if broker.groups.is_other_than_share(&group) => HeartbeatAnswer::error(
+                ResponseError::GroupIdNotFound,
+                format!("group {group} is not a share group"),
+            ),
             Ok(heartbeat) => {
                 let session_ms = broker.groups.share_session_ms();
                 broker.groups.share.heartbeat(&group, heartbeat, session_ms)

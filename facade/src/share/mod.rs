@@ -13,6 +13,7 @@ use crate::broker::Broker;
 pub(crate) mod acknowledge;
 pub(crate) mod acquire;
 pub(crate) mod config;
+pub(crate) mod offsets;
 pub(crate) mod release;
 pub(crate) mod target;
 

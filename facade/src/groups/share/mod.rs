@@ -201,6 +201,18 @@ impl ShareGroups {
         f(member, now)
     }
 
+    /// Makes `group` a share group without members, unless it is one
+    /// (AlterShareGroupOffsets on a new group creates it, as in Kafka).
+    pub(crate) fn adopt(&self, group: &str) {
+        let now = self.now();
+        self.lock()
+            .entry(group.to_owned())
+            .or_insert_with(|| ShareGroup {
+                empty_since: now,
+                ..ShareGroup::default()
+            });
+    }
+
     /// Whether `group` is a share group (with or without members).
     pub(crate) fn knows(&self, group: &str) -> bool {
         self.lock().contains_key(group)
