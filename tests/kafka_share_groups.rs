@@ -34,6 +34,7 @@ support::broker_scenarios!(
     an_ended_lock_redelivers_to_another_member,
     bad_requests_are_refused_and_change_nothing,
     start_offsets_are_described_altered_and_deleted,
+    a_waiting_share_fetch_wakes_when_a_record_arrives,
 );
 
 /// Pushes `count` JSON records `{"n": i}` over HTTP, spread over the
@@ -546,4 +547,30 @@ async fn start_offsets_are_described_altered_and_deleted(broker: &Broker) {
         let unknown = describe_offsets(&kafka, "nonesuch", None);
         assert_eq!(unknown.error_code, ResponseError::GroupIdNotFound.code());
     });
+}
+
+async fn a_waiting_share_fetch_wakes_when_a_record_arrives(broker: &Broker) {
+    create_topic(&broker.kafka, "bell", 1).await;
+    let kafka = broker.kafka.clone();
+    let mut a = tokio::task::block_in_place(|| {
+        set_group_configs(&kafka, "ears", &[("share.auto.offset.reset", "earliest")]);
+        let mut a = ShareConsumer::join(&kafka, "ears", &["bell"]);
+        assert!(a.fetch(&BTreeMap::new(), 10, 0).is_empty(), "nothing yet");
+        a
+    });
+    // The fetch waits up to 5 s; the record lands half a second in.
+    let waiting = tokio::task::spawn_blocking(move || {
+        let start = Instant::now();
+        let got = a.fetch(&BTreeMap::new(), 10, 5000);
+        (got, start.elapsed())
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    push(broker, "bell", 0, 1, 1).await;
+    let (got, waited) = waiting.await.expect("the fetch");
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(number(&got[0].value), 0);
+    assert!(
+        waited < Duration::from_secs(4),
+        "woken by the record, not by the 5 s max wait: {waited:?}"
+    );
 }

@@ -35,8 +35,6 @@ const DEFAULT_MAX_RECORDS: usize = 500;
 const MAX_RECORDS: usize = 10_000;
 /// The longest a fetch waits for records.
 const MAX_WAIT: Duration = Duration::from_secs(30);
-/// How often a waiting fetch looks again.
-const POLL: Duration = Duration::from_millis(50);
 
 /// Answers one ShareFetch.
 pub(super) async fn handle(
@@ -202,7 +200,9 @@ async fn serve(
 }
 
 /// Acquires records from the session's partitions until some arrive or
-/// `max_wait_ms` passes.
+/// `max_wait_ms` passes. An empty pass sleeps until the engine announces
+/// new records or records given back (an append, a release, on this broker
+/// or, on PostgreSQL, another), as Kafka Fetch and the native long poll do.
 #[allow(clippy::too_many_arguments)]
 async fn fetch(
     broker: &Broker,
@@ -228,7 +228,12 @@ async fn fetch(
     let shift = member.bytes().map(usize::from).sum::<usize>() % session.len().max(1);
     let mut order: Vec<SessionPartition> = session.to_vec();
     order.rotate_left(shift);
+    let appended = broker.engine.appended_anywhere();
     loop {
+        // Armed before looking, so records landing meanwhile still wake us.
+        let notified = appended.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
         let mut got = 0usize;
         for &(topic_id, index) in &order {
             if got >= max_records {
@@ -276,10 +281,9 @@ async fn fetch(
             data.records = Some(acquired.records);
             data.acquired_records = acquired.ranges;
         }
-        if got > 0 || tokio::time::Instant::now() + POLL > deadline {
+        if got > 0 || tokio::time::timeout_at(deadline, notified).await.is_err() {
             return;
         }
-        tokio::time::sleep(POLL).await;
     }
 }
 
