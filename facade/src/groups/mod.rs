@@ -10,6 +10,7 @@
 pub(crate) mod consumer;
 mod group;
 mod member;
+mod registry;
 pub(crate) mod share;
 #[cfg(test)]
 mod tests;

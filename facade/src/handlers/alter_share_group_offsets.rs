@@ -9,7 +9,6 @@ use kafka_protocol::messages::alter_share_group_offsets_response::{
     AlterShareGroupOffsetsResponsePartition, AlterShareGroupOffsetsResponseTopic,
 };
 use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse};
-use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use storage::offsets::CommittedOffset;
 use storage::{Access, AclOperation};
@@ -26,12 +25,7 @@ pub(super) async fn handle(
     request: AlterShareGroupOffsetsRequest,
     access: &Access,
 ) -> AlterShareGroupOffsetsResponse {
-    match alter(broker, request, access).await {
-        Ok(answer) => answer,
-        Err((error, why)) => AlterShareGroupOffsetsResponse::default()
-            .with_error_code(error.code())
-            .with_error_message(Some(StrBytes::from_string(why))),
-    }
+    crate::share::answer(alter(broker, request, access).await)
 }
 
 async fn alter(

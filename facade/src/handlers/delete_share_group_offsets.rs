@@ -7,7 +7,6 @@
 
 use kafka_protocol::messages::delete_share_group_offsets_response::DeleteShareGroupOffsetsResponseTopic;
 use kafka_protocol::messages::{DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse};
-use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use storage::{Access, AclOperation};
 use uuid::Uuid;
@@ -23,12 +22,7 @@ pub(super) async fn handle(
     request: DeleteShareGroupOffsetsRequest,
     access: &Access,
 ) -> DeleteShareGroupOffsetsResponse {
-    match delete(broker, request, access).await {
-        Ok(answer) => answer,
-        Err((error, why)) => DeleteShareGroupOffsetsResponse::default()
-            .with_error_code(error.code())
-            .with_error_message(Some(StrBytes::from_string(why))),
-    }
+    crate::share::answer(delete(broker, request, access).await)
 }
 
 async fn delete(

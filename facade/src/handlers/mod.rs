@@ -31,6 +31,7 @@ mod describe_user_scram_credentials;
 mod end_txn;
 mod fetch;
 mod find_coordinator;
+mod group_describe;
 mod heartbeat;
 mod incremental_alter_configs;
 mod init_producer_id;

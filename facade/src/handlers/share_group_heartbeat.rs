@@ -95,22 +95,18 @@ fn checked(request: &ShareGroupHeartbeatRequest, caller: Caller) -> Result<Heart
 /// Every partition of the subscribed topics that exist and that the
 /// principal may describe.
 async fn assignment(broker: &Broker, topics: &BTreeSet<String>, access: &Access) -> Assignment {
-    let mut out = Vec::new();
-    for name in topics {
-        if !access.topic(AclOperation::Describe, name) {
-            continue;
-        }
-        match broker.engine.queue(name).await {
-            Ok(Some(q)) => out.push(
-                TopicPartitions::default()
-                    .with_topic_id(q.topic_id)
-                    .with_partitions(q.partitions.iter().map(|p| p.kafka_index).collect()),
-            ),
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(topic = name, error = %e, "kafka share group: reading a topic failed")
-            }
-        }
-    }
+    let visible: Vec<&String> = topics
+        .iter()
+        .filter(|name| access.topic(AclOperation::Describe, name))
+        .collect();
+    let out = crate::share::subscribed(broker, visible)
+        .await
+        .into_iter()
+        .map(|q| {
+            TopicPartitions::default()
+                .with_topic_id(q.topic_id)
+                .with_partitions(q.partitions.iter().map(|p| p.kafka_index).collect())
+        })
+        .collect();
     Assignment::default().with_topic_partitions(out)
 }
