@@ -5,7 +5,8 @@
 //! session expires, a group moving from the classic protocol to the new one
 //! with its offsets, refused heartbeats and commits that change nothing, and
 //! (on PostgreSQL) a group outliving its coordinator broker; a subscription
-//! by pattern following topics and partitions created later.
+//! by pattern following topics and partitions created later; the `range`
+//! assignor giving each member the same range of every topic.
 
 mod support;
 
@@ -52,6 +53,7 @@ support::broker_scenarios!(
     stale_and_unknown_members_are_refused_and_nothing_changes,
     a_pattern_subscription_follows_new_topics_and_partitions,
     a_static_member_comes_back_to_its_partitions,
+    the_range_assignor_gives_each_member_the_same_range_of_every_topic,
 );
 
 fn s(v: &str) -> StrBytes {
@@ -61,6 +63,15 @@ fn s(v: &str) -> StrBytes {
 /// A librdkafka member of `group` speaking `protocol` (`consumer` or
 /// `classic`), committing by hand.
 fn member(bootstrap: &str, group: &str, protocol: &str) -> Arc<BaseConsumer> {
+    Arc::new(
+        config(bootstrap, group, protocol)
+            .create()
+            .expect("consumer"),
+    )
+}
+
+/// The configuration of [`member`].
+fn config(bootstrap: &str, group: &str, protocol: &str) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", bootstrap)
         .set("broker.address.family", "v4")
@@ -74,7 +85,7 @@ fn member(bootstrap: &str, group: &str, protocol: &str) -> Arc<BaseConsumer> {
         c.set("session.timeout.ms", "6000")
             .set("heartbeat.interval.ms", "500");
     }
-    Arc::new(c.create().expect("consumer"))
+    c
 }
 
 /// What the members consumed: every record number with how often it came.
@@ -729,4 +740,77 @@ async fn a_static_member_comes_back_to_its_partitions(broker: &Broker) {
         );
         assert_eq!(describe(broker, "statics").members.len(), 1);
     });
+}
+
+async fn the_range_assignor_gives_each_member_the_same_range_of_every_topic(broker: &Broker) {
+    create_topic(&broker.kafka, "left", 4).await;
+    create_topic(&broker.kafka, "right", 4).await;
+    let ranged = || -> BaseConsumer {
+        let c: BaseConsumer = config(&broker.kafka, "ranged", "consumer")
+            .set("group.remote.assignor", "range")
+            .create()
+            .expect("consumer");
+        c.subscribe(&["left", "right"]).expect("subscribe");
+        c
+    };
+    let (a, b) = (ranged(), ranged());
+    // What a member holds, by topic.
+    let holds = |c: &BaseConsumer| -> BTreeMap<String, BTreeSet<i32>> {
+        let mut out: BTreeMap<String, BTreeSet<i32>> = BTreeMap::new();
+        if let Ok(tpl) = c.assignment() {
+            for e in tpl.elements() {
+                out.entry(e.topic().to_owned())
+                    .or_default()
+                    .insert(e.partition());
+            }
+        }
+        out
+    };
+    tokio::task::block_in_place(|| {
+        wait_for("both members to hold four partitions each", || {
+            for c in [&a, &b] {
+                let _ = c.poll(Duration::from_millis(50));
+            }
+            [&a, &b]
+                .iter()
+                .all(|c| holds(c).values().map(BTreeSet::len).sum::<usize>() == 4)
+        });
+    });
+    // Range: per topic, the first member in member id order takes 0-1, the
+    // other 2-3, so each member holds the same range of both topics.
+    let group = describe(broker, "ranged");
+    assert_eq!(group.error_code, 0);
+    assert_eq!(group.assignor_name.as_str(), "range");
+    let mut members: Vec<(String, BTreeMap<String, BTreeSet<i32>>)> = group
+        .members
+        .iter()
+        .map(|m| {
+            let by_topic = m
+                .assignment
+                .topic_partitions
+                .iter()
+                .map(|t| {
+                    (
+                        t.topic_name.to_string(),
+                        t.partitions.iter().copied().collect(),
+                    )
+                })
+                .collect();
+            (m.member_id.to_string(), by_topic)
+        })
+        .collect();
+    members.sort();
+    let range = |ps: [i32; 2]| -> BTreeMap<String, BTreeSet<i32>> {
+        ["left", "right"]
+            .into_iter()
+            .map(|t| (t.to_owned(), BTreeSet::from(ps)))
+            .collect()
+    };
+    assert_eq!(members.len(), 2);
+    assert_eq!(members[0].1, range([0, 1]), "{members:?}");
+    assert_eq!(members[1].1, range([2, 3]), "{members:?}");
+    // The clients hold what the group assigned them.
+    let mut held_by_clients = vec![holds(&a), holds(&b)];
+    held_by_clients.sort();
+    assert_eq!(held_by_clients, vec![range([0, 1]), range([2, 3])]);
 }

@@ -22,6 +22,7 @@ use kafka_protocol::ResponseError;
 use serde_json::{json, Value};
 use support::kafka::{call, create_topic};
 use support::share::{all, each, set_group_configs, ShareConsumer, ACCEPT, REJECT, RELEASE};
+use support::share_offsets::{alter_offsets, delete_offsets, describe_offsets, starts};
 use support::Broker;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -32,6 +33,8 @@ support::broker_scenarios!(
     release_redelivers_and_reject_and_exhaustion_dead_letter,
     an_ended_lock_redelivers_to_another_member,
     bad_requests_are_refused_and_change_nothing,
+    start_offsets_are_described_altered_and_deleted,
+    a_waiting_share_fetch_wakes_when_a_record_arrives,
 );
 
 /// Pushes `count` JSON records `{"n": i}` over HTTP, spread over the
@@ -393,5 +396,181 @@ async fn bad_requests_are_refused_and_change_nothing(broker: &Broker) {
         status,
         reqwest::StatusCode::NO_CONTENT,
         "all three were accepted once"
+    );
+}
+
+async fn start_offsets_are_described_altered_and_deleted(broker: &Broker) {
+    create_topic(&broker.kafka, "ledger", 2).await;
+    let kafka = broker.kafka.clone();
+    let mut a = tokio::task::block_in_place(|| {
+        set_group_configs(&kafka, "rewind", &[("share.auto.offset.reset", "earliest")]);
+        ShareConsumer::join(&kafka, "rewind", &["ledger"])
+    });
+    // Partition 0 holds 0, 2, 4 and partition 1 holds 1, 3, 5, at offsets 0..3.
+    push(broker, "ledger", 0, 6, 2).await;
+    tokio::task::block_in_place(|| {
+        let got = a.fetch(&BTreeMap::new(), 10, 1000);
+        assert_eq!(got.len(), 6, "{got:?}");
+        assert_eq!(a.acknowledge(&all(&got, ACCEPT)).error_code, 0);
+
+        // Every partition the group has a start offset on, then those asked.
+        let all_of = describe_offsets(&kafka, "rewind", None);
+        assert_eq!(all_of.error_code, 0, "{:?}", all_of.error_message);
+        assert_eq!(
+            starts(&all_of),
+            vec![("ledger".into(), 0, 3, 0), ("ledger".into(), 1, 3, 0)]
+        );
+        let asked = describe_offsets(
+            &kafka,
+            "rewind",
+            Some(&[("ledger", &[1, 7]), ("nowhere", &[0])]),
+        );
+        let unknown = ResponseError::UnknownTopicOrPartition.code();
+        assert_eq!(
+            starts(&asked),
+            vec![
+                ("ledger".into(), 1, 3, 0),
+                ("ledger".into(), 7, -1, unknown),
+                ("nowhere".into(), 0, -1, unknown)
+            ]
+        );
+        assert_eq!(asked.topics[0].topic_id, a.assigned[0].0);
+
+        // Refused while the group has a member: nothing moves.
+        let busy = alter_offsets(&kafka, "rewind", &[("ledger", &[(0, 0)])]);
+        assert_eq!(busy.error_code, ResponseError::NonEmptyGroup.code());
+        let busy = delete_offsets(&kafka, "rewind", &["ledger"]);
+        assert_eq!(busy.error_code, ResponseError::NonEmptyGroup.code());
+        assert_eq!(starts(&describe_offsets(&kafka, "rewind", None))[0].2, 3);
+        assert_eq!(a.heartbeat(-1).error_code, 0);
+
+        // Bad partitions, topics and offsets are refused one by one and change nothing.
+        let bad = alter_offsets(
+            &kafka,
+            "rewind",
+            &[("ledger", &[(9, 0), (0, -4)]), ("nowhere", &[(0, 0)])],
+        );
+        assert_eq!(bad.error_code, 0);
+        let codes: Vec<i16> = bad
+            .responses
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect();
+        assert_eq!(
+            codes,
+            vec![unknown, ResponseError::InvalidRequest.code(), unknown]
+        );
+        assert_eq!(
+            starts(&describe_offsets(&kafka, "rewind", None)),
+            vec![("ledger".into(), 0, 3, 0), ("ledger".into(), 1, 3, 0)]
+        );
+
+        // Moved back: a share consumer acquires from the new start offsets.
+        let moved = alter_offsets(&kafka, "rewind", &[("ledger", &[(0, 1), (1, 0)])]);
+        assert_eq!(moved.error_code, 0, "{:?}", moved.error_message);
+        assert!(moved.responses[0]
+            .partitions
+            .iter()
+            .all(|p| p.error_code == 0));
+        assert_eq!(
+            starts(&describe_offsets(&kafka, "rewind", None)),
+            vec![("ledger".into(), 0, 1, 0), ("ledger".into(), 1, 0, 0)]
+        );
+        let mut b = ShareConsumer::join(&kafka, "rewind", &["ledger"]);
+        let again = b.fetch(&BTreeMap::new(), 10, 1000);
+        let mut at: Vec<(i32, i64, i64)> = again
+            .iter()
+            .map(|r| (r.partition.1, r.offset, number(&r.value)))
+            .collect();
+        at.sort();
+        assert_eq!(
+            at,
+            vec![(0, 1, 2), (0, 2, 4), (1, 0, 1), (1, 1, 3), (1, 2, 5)]
+        );
+        assert_eq!(b.acknowledge(&all(&again, ACCEPT)).error_code, 0);
+        assert_eq!(b.heartbeat(-1).error_code, 0);
+        let moved = alter_offsets(&kafka, "rewind", &[("ledger", &[(0, 2)])]);
+        assert_eq!(moved.error_code, 0, "{:?}", moved.error_message);
+    });
+    // An HTTP consumer of the group starts there too.
+    let popped = broker
+        .get("/api/v1/pop/queue/ledger/partition/0?consumerGroup=rewind&batch=10")
+        .await;
+    let numbers: Vec<i64> = popped["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["data"]["n"].as_i64().expect("n"))
+        .collect();
+    assert_eq!(numbers, vec![4], "{popped}");
+    let m = &popped["messages"][0];
+    let acked = broker
+        .post(
+            "/api/v1/ack",
+            json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                   "leaseId": m["leaseId"], "consumerGroup": "rewind", "status": "completed"}),
+        )
+        .await;
+    assert_eq!(acked[0]["success"], true, "{acked}");
+
+    tokio::task::block_in_place(|| {
+        // Deleted: no start offsets left, and the group starts over by
+        // share.auto.offset.reset (earliest).
+        let deleted = delete_offsets(&kafka, "rewind", &["ledger", "nowhere"]);
+        assert_eq!(deleted.error_code, 0, "{:?}", deleted.error_message);
+        let codes: Vec<i16> = deleted.responses.iter().map(|t| t.error_code).collect();
+        assert_eq!(
+            codes,
+            vec![0, ResponseError::UnknownTopicOrPartition.code()]
+        );
+        let described = describe_offsets(&kafka, "rewind", None);
+        assert_eq!(described.error_code, 0, "the group outlives its offsets");
+        assert!(starts(&described).is_empty(), "{described:?}");
+        assert_eq!(
+            starts(&describe_offsets(
+                &kafka,
+                "rewind",
+                Some(&[("ledger", &[0, 1])])
+            )),
+            vec![("ledger".into(), 0, -1, 0), ("ledger".into(), 1, -1, 0)]
+        );
+        let mut c = ShareConsumer::join(&kafka, "rewind", &["ledger"]);
+        let over = c.fetch(&BTreeMap::new(), 10, 1000);
+        assert_eq!(over.len(), 6, "from the start again: {over:?}");
+        assert_eq!(c.heartbeat(-1).error_code, 0);
+
+        // Unknown groups: not found, and not created.
+        let unknown = describe_offsets(&kafka, "nonesuch", None);
+        assert_eq!(unknown.error_code, ResponseError::GroupIdNotFound.code());
+        let unknown = delete_offsets(&kafka, "nonesuch", &["ledger"]);
+        assert_eq!(unknown.error_code, ResponseError::GroupIdNotFound.code());
+        let unknown = describe_offsets(&kafka, "nonesuch", None);
+        assert_eq!(unknown.error_code, ResponseError::GroupIdNotFound.code());
+    });
+}
+
+async fn a_waiting_share_fetch_wakes_when_a_record_arrives(broker: &Broker) {
+    create_topic(&broker.kafka, "bell", 1).await;
+    let kafka = broker.kafka.clone();
+    let mut a = tokio::task::block_in_place(|| {
+        set_group_configs(&kafka, "ears", &[("share.auto.offset.reset", "earliest")]);
+        let mut a = ShareConsumer::join(&kafka, "ears", &["bell"]);
+        assert!(a.fetch(&BTreeMap::new(), 10, 0).is_empty(), "nothing yet");
+        a
+    });
+    // The fetch waits up to 5 s; the record lands half a second in.
+    let waiting = tokio::task::spawn_blocking(move || {
+        let start = Instant::now();
+        let got = a.fetch(&BTreeMap::new(), 10, 5000);
+        (got, start.elapsed())
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    push(broker, "bell", 0, 1, 1).await;
+    let (got, waited) = waiting.await.expect("the fetch");
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(number(&got[0].value), 0);
+    assert!(
+        waited < Duration::from_secs(4),
+        "woken by the record, not by the 5 s max wait: {waited:?}"
     );
 }

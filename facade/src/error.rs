@@ -7,7 +7,12 @@ use storage::StorageError;
 
 /// The Kafka error code for a storage failure, as a client should see it.
 pub(crate) fn storage_code(err: &StorageError) -> i16 {
-    let e = match err {
+    storage_error(err).code()
+}
+
+/// The Kafka error of a storage failure, as a client should see it.
+pub(crate) fn storage_error(err: &StorageError) -> ResponseError {
+    match err {
         StorageError::QueueNotFound(_) | StorageError::PartitionNotFound(_) => {
             ResponseError::UnknownTopicOrPartition
         }
@@ -40,8 +45,7 @@ pub(crate) fn storage_code(err: &StorageError) -> i16 {
             tracing::error!(error = %err, "kafka request failed in storage");
             ResponseError::KafkaStorageError
         }
-    };
-    e.code()
+    }
 }
 
 /// [`storage_code`] for a request of an API that learnt `PRODUCER_FENCED`

@@ -570,6 +570,43 @@ const SHARE_ACKNOWLEDGE: &[Field] = &[
     ),
 ];
 
+const DESCRIBE_SHARE_GROUP_OFFSETS: &[Field] = &[Field(
+    Array(&[
+        Field(Str, 0, ALL), // group_id
+        Field(
+            Array(&[
+                Field(Str, 0, ALL),  // topic_name
+                Field(Ints, 0, ALL), // partitions
+            ]),
+            0,
+            ALL,
+        ),
+    ]),
+    0,
+    ALL,
+)];
+
+const ALTER_SHARE_GROUP_OFFSETS: &[Field] = &[
+    Field(Str, 0, ALL), // group_id
+    Field(
+        Array(&[
+            Field(Str, 0, ALL), // topic_name
+            Field(
+                Array(&[Field(I32, 0, ALL), Field(I64, 0, ALL)]), // partition_index, start_offset
+                0,
+                ALL,
+            ),
+        ]),
+        0,
+        ALL,
+    ),
+];
+
+const DELETE_SHARE_GROUP_OFFSETS: &[Field] = &[
+    Field(Str, 0, ALL),                          // group_id
+    Field(Array(&[Field(Str, 0, ALL)]), 0, ALL), // topics: topic_name
+];
+
 fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
     Some(match api {
         ApiKey::Produce => (PRODUCE, 9),
@@ -618,6 +655,9 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::ShareGroupDescribe => (SHARE_GROUP_DESCRIBE, 0),
         ApiKey::ShareFetch => (SHARE_FETCH, 0),
         ApiKey::ShareAcknowledge => (SHARE_ACKNOWLEDGE, 0),
+        ApiKey::DescribeShareGroupOffsets => (DESCRIBE_SHARE_GROUP_OFFSETS, 0),
+        ApiKey::AlterShareGroupOffsets => (ALTER_SHARE_GROUP_OFFSETS, 0),
+        ApiKey::DeleteShareGroupOffsets => (DELETE_SHARE_GROUP_OFFSETS, 0),
         _ => return None,
     })
 }

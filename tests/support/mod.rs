@@ -10,6 +10,7 @@ pub(crate) mod python;
 pub(crate) mod router;
 pub(crate) mod security;
 pub(crate) mod share;
+pub(crate) mod share_offsets;
 pub(crate) mod txn;
 
 use std::io::{BufRead, BufReader};

@@ -30,7 +30,7 @@ mod standing;
 mod sync;
 
 /// Milliseconds on the coordinator's monotonic clock.
-pub(super) type Ms = i64;
+pub(crate) type Ms = i64;
 
 /// Where a group is in its rebalance cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

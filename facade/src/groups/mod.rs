@@ -10,6 +10,7 @@
 pub(crate) mod consumer;
 mod group;
 mod member;
+mod registry;
 pub(crate) mod share;
 #[cfg(test)]
 mod tests;
@@ -278,6 +279,13 @@ impl Coordinator {
     /// Whether a classic group with members (or on their way in) has this id.
     pub(crate) fn has_classic(&self, group_id: &str) -> bool {
         self.lock().get(group_id).is_some_and(Group::is_busy)
+    }
+
+    /// Whether `group_id` is a group of another kind than a share group: a
+    /// KIP-848 consumer group, or a classic group with members. The share
+    /// APIs answer such a group `GROUP_ID_NOT_FOUND`, as Kafka does.
+    pub(crate) fn is_other_than_share(&self, group_id: &str) -> bool {
+        self.consumer.knows(group_id) || self.has_classic(group_id)
     }
 
     /// Forgets an Empty group (DeleteGroups); returns whether it was known.

@@ -516,6 +516,43 @@ fn sample(api: ApiKey, version: i16) -> BytesMut {
                 .with_topics(two(t))
                 .encode(&mut buf, version)
         }
+        ApiKey::DescribeShareGroupOffsets => {
+            use describe_share_group_offsets_request::*;
+            let t = DescribeShareGroupOffsetsRequestTopic::default()
+                .with_topic_name(topic.clone())
+                .with_partitions(two(1));
+            let g = DescribeShareGroupOffsetsRequestGroup::default()
+                .with_group_id(GroupId(name("g")))
+                .with_topics(Some(two(t)));
+            // One group naming topics, one asking for all (null).
+            let all = DescribeShareGroupOffsetsRequestGroup::default()
+                .with_group_id(GroupId(name("h")))
+                .with_topics(None);
+            DescribeShareGroupOffsetsRequest::default()
+                .with_groups(vec![g, all])
+                .encode(&mut buf, version)
+        }
+        ApiKey::AlterShareGroupOffsets => {
+            use alter_share_group_offsets_request::*;
+            let p = AlterShareGroupOffsetsRequestPartition::default()
+                .with_partition_index(1)
+                .with_start_offset(42);
+            let t = AlterShareGroupOffsetsRequestTopic::default()
+                .with_topic_name(topic.clone())
+                .with_partitions(two(p));
+            AlterShareGroupOffsetsRequest::default()
+                .with_group_id(GroupId(name("g")))
+                .with_topics(two(t))
+                .encode(&mut buf, version)
+        }
+        ApiKey::DeleteShareGroupOffsets => {
+            use delete_share_group_offsets_request::*;
+            let t = DeleteShareGroupOffsetsRequestTopic::default().with_topic_name(topic.clone());
+            DeleteShareGroupOffsetsRequest::default()
+                .with_group_id(GroupId(name("g")))
+                .with_topics(two(t))
+                .encode(&mut buf, version)
+        }
         other => panic!("no sample for {other:?}"),
     };
     result.unwrap_or_else(|e| panic!("{api:?} v{version}: {e}"));

@@ -8,12 +8,12 @@ use kafka_protocol::messages::consumer_group_describe_response::{
     Assignment, DescribedGroup, Member, TopicPartitions,
 };
 use kafka_protocol::messages::{
-    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, GroupId, TopicName,
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::ResponseError;
-use storage::{Access, AclOperation};
+use storage::Access;
 
+use super::group_describe;
 use crate::broker::Broker;
 use crate::groups::consumer::{GroupView, TopicPartition, Topics};
 
@@ -28,34 +28,20 @@ pub(super) async fn handle(
     let mut groups = Vec::with_capacity(request.group_ids.len());
     for id in request.group_ids {
         let name = id.to_string();
-        let described = DescribedGroup::default().with_group_id(id.clone());
-        if !access.group(AclOperation::Describe, &name) {
-            groups.push(described.with_error_code(ResponseError::GroupAuthorizationFailed.code()));
-            continue;
-        }
-        if let Some(error) = broker.group_error(&name).await {
-            groups.push(described.with_error_code(error.code()));
-            continue;
-        }
-        match broker.groups.consumer.describe(&name) {
-            Some(view) => groups.push(
-                describe(version, id, view)
+        let described = match group_describe::refused(broker, access, &name).await {
+            Some(refused) => refused,
+            None => match broker.groups.consumer.describe(&name) {
+                Some(view) => describe(version, view)
                     .with_authorized_operations(crate::authorized::group(asked, access, &name)),
-            ),
-            None => groups.push(
-                described
-                    .with_error_code(ResponseError::GroupIdNotFound.code())
-                    .with_error_message(Some(StrBytes::from_string(format!(
-                        "group {name} is not a consumer group"
-                    ))))
-                    .with_group_state(StrBytes::from_static_str("Dead")),
-            ),
-        }
+                None => group_describe::not_found(&name, "consumer"),
+            },
+        };
+        groups.push(described.with_group_id(id));
     }
     ConsumerGroupDescribeResponse::default().with_groups(groups)
 }
 
-fn describe(version: i16, id: GroupId, view: GroupView) -> DescribedGroup {
+fn describe(version: i16, view: GroupView) -> DescribedGroup {
     let members = view
         .members
         .into_iter()
@@ -81,7 +67,6 @@ fn describe(version: i16, id: GroupId, view: GroupView) -> DescribedGroup {
         })
         .collect();
     DescribedGroup::default()
-        .with_group_id(id)
         .with_group_state(StrBytes::from_static_str(view.state.name()))
         .with_group_epoch(view.epoch)
         .with_assignment_epoch(view.assignment_epoch)

@@ -7,6 +7,7 @@ mod acls;
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
+mod alter_share_group_offsets;
 mod alter_user_scram_credentials;
 mod api_versions;
 mod consumer_group_describe;
@@ -17,17 +18,20 @@ mod create_topics;
 mod delete_acls;
 mod delete_groups;
 mod delete_records;
+mod delete_share_group_offsets;
 mod delete_topics;
 mod describe_acls;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_producers;
+mod describe_share_group_offsets;
 mod describe_transactions;
 mod describe_user_scram_credentials;
 mod end_txn;
 mod fetch;
 mod find_coordinator;
+mod group_describe;
 mod heartbeat;
 mod incremental_alter_configs;
 mod init_producer_id;
@@ -365,6 +369,9 @@ async fn route(
         ShareGroupDescribe => share_group_describe,
         ShareFetch => share_fetch,
         ShareAcknowledge => share_acknowledge,
+        DescribeShareGroupOffsets => describe_share_group_offsets,
+        AlterShareGroupOffsets => alter_share_group_offsets,
+        DeleteShareGroupOffsets => delete_share_group_offsets,
     )
 }
 

@@ -9,15 +9,13 @@ use kafka_protocol::messages::share_acknowledge_response::{
     LeaderIdAndEpoch, PartitionData, ShareAcknowledgeTopicResponse,
 };
 use kafka_protocol::messages::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
-use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use storage::Access;
 
 use crate::broker::Broker;
 use crate::share::acknowledge::{self, Batch};
-use crate::share::config;
-use crate::share::release::release;
 use crate::share::target::Targets;
+use crate::share::Refusal;
 
 /// Answers one ShareAcknowledge.
 pub(super) async fn handle(
@@ -26,20 +24,15 @@ pub(super) async fn handle(
     request: ShareAcknowledgeRequest,
     access: &Access,
 ) -> ShareAcknowledgeResponse {
-    match serve(broker, request, access).await {
-        Ok(response) => response,
-        Err((error, why)) => ShareAcknowledgeResponse::default()
-            .with_error_code(error.code())
-            .with_error_message(Some(StrBytes::from_string(why))),
-    }
+    crate::share::answer(serve(broker, request, access).await)
 }
 
 async fn serve(
     broker: &Broker,
     request: ShareAcknowledgeRequest,
     access: &Access,
-) -> Result<ShareAcknowledgeResponse, (ResponseError, String)> {
-    let (group, member) = crate::share::identify(
+) -> Result<ShareAcknowledgeResponse, Refusal> {
+    let caller = crate::share::identify(
         broker,
         access,
         request.group_id.as_ref().map(|g| g.as_str()),
@@ -56,43 +49,30 @@ async fn serve(
                 .map(|b| (b.first_offset, b.last_offset, &b.acknowledge_types[..]))
                 .collect();
             let offsets = acknowledge::expand_partition(p.partition_index, &list)?;
-            parts.push((t.topic_id, p.partition_index, offsets));
+            parts.push(((t.topic_id, p.partition_index), offsets));
         }
     }
     let epoch = request.share_session_epoch;
-    let share = &broker.groups.share;
-    share
-        .with_member(&group, &member, |m, _| match epoch {
-            0 => Err(ResponseError::InvalidShareSessionEpoch),
-            -1 => m.has_session(),
-            e => m.advance_session(e).map(|_| ()),
-        })
-        .map_err(|e| {
-            (
-                e,
-                format!("share session of member {member} at epoch {epoch}: {e}"),
-            )
-        })?;
-    let config = config::load(&broker.engine, &group)
-        .await
-        .map_err(|e| (ResponseError::UnknownServerError, e.to_string()))?;
+    caller.in_session(broker, epoch, |m| match epoch {
+        0 => Err(ResponseError::InvalidShareSessionEpoch),
+        -1 => m.has_session(),
+        e => m.advance_session(e).map(|_| ()),
+    })?;
+    let config = caller.config(broker).await?;
 
     let mut targets = Targets::default();
     let mut responses: Vec<ShareAcknowledgeTopicResponse> = Vec::new();
-    for (topic_id, index, offsets) in parts {
-        let code = match targets.resolve(broker, access, topic_id, index).await {
-            Err(e) => e.code(),
-            Ok(target) => {
-                match acknowledge::acknowledge(
-                    broker, &group, &member, target.id, &offsets, &config,
-                )
-                .await
-                {
-                    Ok(()) => 0,
-                    Err(e) => e.code(),
-                }
-            }
-        };
+    for ((topic_id, index), offsets) in parts {
+        let code = caller
+            .acknowledge(
+                broker,
+                access,
+                &mut targets,
+                (topic_id, index),
+                &offsets,
+                &config,
+            )
+            .await;
         let data = PartitionData::default()
             .with_partition_index(index)
             .with_error_code(code)
@@ -111,10 +91,7 @@ async fn serve(
         }
     }
     if epoch == -1 {
-        let held = share
-            .with_member(&group, &member, |m, _| Ok(m.close_session()))
-            .unwrap_or_default();
-        release(broker, &group, held).await;
+        caller.close_session(broker).await;
     }
     Ok(ShareAcknowledgeResponse::default().with_responses(responses))
 }

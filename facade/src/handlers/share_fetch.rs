@@ -16,7 +16,6 @@ use kafka_protocol::messages::share_fetch_response::{
     LeaderIdAndEpoch, PartitionData, ShareFetchableTopicResponse,
 };
 use kafka_protocol::messages::{ShareFetchRequest, ShareFetchResponse};
-use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use storage::Access;
 
@@ -24,10 +23,10 @@ use crate::broker::Broker;
 use crate::groups::share::SessionPartition;
 use crate::share::acknowledge::{self, Batch};
 use crate::share::acquire::acquire;
-use crate::share::config::{self, ShareConfig};
+use crate::share::config::ShareConfig;
 use crate::share::release::release;
 use crate::share::target::Targets;
-use crate::share::Refusal;
+use crate::share::{Caller, Refusal};
 
 /// Records per fetch when the request names no positive `max_records`.
 const DEFAULT_MAX_RECORDS: usize = 500;
@@ -35,8 +34,6 @@ const DEFAULT_MAX_RECORDS: usize = 500;
 const MAX_RECORDS: usize = 10_000;
 /// The longest a fetch waits for records.
 const MAX_WAIT: Duration = Duration::from_secs(30);
-/// How often a waiting fetch looks again.
-const POLL: Duration = Duration::from_millis(50);
 
 /// Answers one ShareFetch.
 pub(super) async fn handle(
@@ -45,12 +42,7 @@ pub(super) async fn handle(
     request: ShareFetchRequest,
     access: &Access,
 ) -> ShareFetchResponse {
-    match serve(broker, request, access).await {
-        Ok(response) => response,
-        Err((error, why)) => ShareFetchResponse::default()
-            .with_error_code(error.code())
-            .with_error_message(Some(StrBytes::from_string(why))),
-    }
+    crate::share::answer(serve(broker, request, access).await)
 }
 
 async fn serve(
@@ -58,7 +50,7 @@ async fn serve(
     request: ShareFetchRequest,
     access: &Access,
 ) -> Result<ShareFetchResponse, Refusal> {
-    let (group, member) = crate::share::identify(
+    let caller = crate::share::identify(
         broker,
         access,
         request.group_id.as_ref().map(|g| g.as_str()),
@@ -107,35 +99,24 @@ async fn serve(
         .iter()
         .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p)))
         .collect();
-    let share = &broker.groups.share;
-    let session: Vec<SessionPartition> = share
-        .with_member(&group, &member, |m, _| {
-            match epoch {
-                0 => m.open_session(),
-                -1 => m.has_session()?,
-                e => {
-                    m.advance_session(e)?;
-                }
+    let session: Vec<SessionPartition> = caller.in_session(broker, epoch, |m| {
+        match epoch {
+            0 => m.open_session(),
+            -1 => m.has_session()?,
+            e => {
+                m.advance_session(e)?;
             }
-            let Some(s) = m.session.as_mut() else {
-                return Ok(Vec::new());
-            };
-            s.partitions.extend(asked.iter().copied());
-            for f in &forgotten {
-                s.partitions.remove(f);
-            }
-            Ok(s.partitions.iter().copied().collect())
-        })
-        .map_err(|e| {
-            (
-                e,
-                format!("share session of member {member} at epoch {epoch}: {e}"),
-            )
-        })?;
-
-    let config = config::load(&broker.engine, &group)
-        .await
-        .map_err(|e| (ResponseError::UnknownServerError, e.to_string()))?;
+        }
+        let Some(s) = m.session.as_mut() else {
+            return Ok(Vec::new());
+        };
+        s.partitions.extend(asked.iter().copied());
+        for f in &forgotten {
+            s.partitions.remove(f);
+        }
+        Ok(s.partitions.iter().copied().collect())
+    })?;
+    let config = caller.config(broker).await?;
     let mut targets = Targets::default();
     let mut out: BTreeMap<SessionPartition, PartitionData> = BTreeMap::new();
     let leader = LeaderIdAndEpoch::default()
@@ -147,34 +128,29 @@ async fn serve(
             .with_current_leader(leader.clone())
     };
 
-    for ((topic_id, index), offsets) in &batches {
-        let code = match targets.resolve(broker, access, *topic_id, *index).await {
-            Err(e) => e.code(),
-            Ok(target) => {
-                match acknowledge::acknowledge(broker, &group, &member, target.id, offsets, &config)
-                    .await
-                {
-                    Ok(()) => 0,
-                    Err(e) => e.code(),
-                }
-            }
-        };
-        out.entry((*topic_id, *index))
-            .or_insert_with(|| blank(*index))
+    for (&(topic_id, index), offsets) in &batches {
+        let code = caller
+            .acknowledge(
+                broker,
+                access,
+                &mut targets,
+                (topic_id, index),
+                offsets,
+                &config,
+            )
+            .await;
+        out.entry((topic_id, index))
+            .or_insert_with(|| blank(index))
             .acknowledge_error_code = code;
     }
 
     if epoch == -1 {
-        let held = share
-            .with_member(&group, &member, |m, _| Ok(m.close_session()))
-            .unwrap_or_default();
-        release(broker, &group, held).await;
+        caller.close_session(broker).await;
     } else {
         fetch(
             broker,
             &request,
-            &group,
-            &member,
+            &caller,
             &session,
             &config,
             access,
@@ -202,13 +178,14 @@ async fn serve(
 }
 
 /// Acquires records from the session's partitions until some arrive or
-/// `max_wait_ms` passes.
+/// `max_wait_ms` passes. An empty pass sleeps until the engine announces
+/// new records or records given back (an append, a release, on this broker
+/// or, on PostgreSQL, another), as Kafka Fetch and the native long poll do.
 #[allow(clippy::too_many_arguments)]
 async fn fetch(
     broker: &Broker,
     request: &ShareFetchRequest,
-    group: &str,
-    member: &str,
+    caller: &Caller,
     session: &[SessionPartition],
     config: &ShareConfig,
     access: &Access,
@@ -223,12 +200,18 @@ async fn fetch(
         .min(MAX_RECORDS);
     let wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0)).min(MAX_WAIT);
     let deadline = tokio::time::Instant::now() + wait;
+    let (group, member) = (caller.group.as_str(), caller.member.as_str());
     let share = &broker.groups.share;
     // Members start at different partitions, so they spread over them.
     let shift = member.bytes().map(usize::from).sum::<usize>() % session.len().max(1);
     let mut order: Vec<SessionPartition> = session.to_vec();
     order.rotate_left(shift);
+    let appended = broker.engine.appended_anywhere();
     loop {
+        // Armed before looking, so records landing meanwhile still wake us.
+        let notified = appended.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
         let mut got = 0usize;
         for &(topic_id, index) in &order {
             if got >= max_records {
@@ -276,10 +259,9 @@ async fn fetch(
             data.records = Some(acquired.records);
             data.acquired_records = acquired.ranges;
         }
-        if got > 0 || tokio::time::Instant::now() + POLL > deadline {
+        if got > 0 || tokio::time::timeout_at(deadline, notified).await.is_err() {
             return;
         }
-        tokio::time::sleep(POLL).await;
     }
 }
 

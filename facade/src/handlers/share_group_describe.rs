@@ -8,10 +8,11 @@ use kafka_protocol::messages::share_group_describe_response::{
 };
 use kafka_protocol::messages::{ShareGroupDescribeRequest, ShareGroupDescribeResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::ResponseError;
-use storage::{Access, AclOperation};
+use storage::Access;
 
+use super::group_describe;
 use crate::broker::Broker;
+use crate::groups::share::GroupView;
 
 /// Describes each group.
 pub(super) async fn handle(
@@ -24,64 +25,53 @@ pub(super) async fn handle(
     let mut groups = Vec::with_capacity(request.group_ids.len());
     for id in request.group_ids {
         let name = id.to_string();
-        let described = DescribedGroup::default().with_group_id(id.clone());
-        if !access.group(AclOperation::Describe, &name) {
-            groups.push(described.with_error_code(ResponseError::GroupAuthorizationFailed.code()));
-            continue;
-        }
-        if let Some(error) = broker.group_error(&name).await {
-            groups.push(described.with_error_code(error.code()));
-            continue;
-        }
-        let Some(view) = broker.groups.share.describe(&name) else {
-            groups.push(
-                described
-                    .with_error_code(ResponseError::GroupIdNotFound.code())
-                    .with_error_message(Some(StrBytes::from_string(format!(
-                        "group {name} is not a share group"
-                    ))))
-                    .with_group_state(StrBytes::from_static_str("Dead")),
-            );
-            continue;
+        let described = match group_describe::refused(broker, access, &name).await {
+            Some(refused) => refused,
+            None => match broker.groups.share.describe(&name) {
+                Some(view) => describe(broker, view)
+                    .await
+                    .with_authorized_operations(crate::authorized::group(asked, access, &name)),
+                None => group_describe::not_found(&name, "share"),
+            },
         };
-        let mut members = Vec::with_capacity(view.members.len());
-        for m in view.members {
-            let mut assigned = Vec::new();
-            for topic in &m.topics {
-                if let Ok(Some(q)) = broker.engine.queue(topic).await {
-                    assigned.push(
-                        TopicPartitions::default()
-                            .with_topic_id(q.topic_id)
-                            .with_topic_name(TopicName(StrBytes::from_string(q.name.clone())))
-                            .with_partitions(q.partitions.iter().map(|p| p.kafka_index).collect()),
-                    );
-                }
-            }
-            members.push(
-                Member::default()
-                    .with_member_id(StrBytes::from_string(m.member_id))
-                    .with_rack_id(m.rack_id.map(StrBytes::from_string))
-                    .with_member_epoch(m.epoch)
-                    .with_client_id(StrBytes::from_string(m.client_id))
-                    .with_client_host(StrBytes::from_string(m.client_host))
-                    .with_subscribed_topic_names(
-                        m.topics
-                            .into_iter()
-                            .map(|t| TopicName(StrBytes::from_string(t)))
-                            .collect(),
-                    )
-                    .with_assignment(Assignment::default().with_topic_partitions(assigned)),
-            );
-        }
-        groups.push(
-            described
-                .with_group_state(StrBytes::from_static_str(view.state.name()))
-                .with_group_epoch(view.epoch)
-                .with_assignment_epoch(view.epoch)
-                .with_assignor_name(StrBytes::from_static_str("simple"))
-                .with_members(members)
-                .with_authorized_operations(crate::authorized::group(asked, access, &name)),
-        );
+        groups.push(described.with_group_id(id));
     }
     ShareGroupDescribeResponse::default().with_groups(groups)
+}
+
+async fn describe(broker: &Broker, view: GroupView) -> DescribedGroup {
+    let mut members = Vec::with_capacity(view.members.len());
+    for m in view.members {
+        let assigned = crate::share::subscribed(broker, &m.topics)
+            .await
+            .into_iter()
+            .map(|q| {
+                TopicPartitions::default()
+                    .with_topic_id(q.topic_id)
+                    .with_topic_name(TopicName(StrBytes::from_string(q.name)))
+                    .with_partitions(q.partitions.iter().map(|p| p.kafka_index).collect())
+            })
+            .collect();
+        members.push(
+            Member::default()
+                .with_member_id(StrBytes::from_string(m.member_id))
+                .with_rack_id(m.rack_id.map(StrBytes::from_string))
+                .with_member_epoch(m.epoch)
+                .with_client_id(StrBytes::from_string(m.client_id))
+                .with_client_host(StrBytes::from_string(m.client_host))
+                .with_subscribed_topic_names(
+                    m.topics
+                        .into_iter()
+                        .map(|t| TopicName(StrBytes::from_string(t)))
+                        .collect(),
+                )
+                .with_assignment(Assignment::default().with_topic_partitions(assigned)),
+        );
+    }
+    DescribedGroup::default()
+        .with_group_state(StrBytes::from_static_str(view.state.name()))
+        .with_group_epoch(view.epoch)
+        .with_assignment_epoch(view.epoch)
+        .with_assignor_name(StrBytes::from_static_str("simple"))
+        .with_members(members)
 }

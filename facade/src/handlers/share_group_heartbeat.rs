@@ -29,12 +29,10 @@ pub(super) async fn handle(
         Some(error) => HeartbeatAnswer::error(error, error.to_string()),
         None => match checked(&request, caller) {
             Err(why) => HeartbeatAnswer::error(ResponseError::InvalidRequest, why),
-            Ok(_) if broker.groups.consumer.knows(&group) || broker.groups.has_classic(&group) => {
-                HeartbeatAnswer::error(
-                    ResponseError::GroupIdNotFound,
-                    format!("group {group} is not a share group"),
-                )
-            }
+            Ok(_) if broker.groups.is_other_than_share(&group) => HeartbeatAnswer::error(
+                ResponseError::GroupIdNotFound,
+                format!("group {group} is not a share group"),
+            ),
             Ok(heartbeat) => {
                 let session_ms = broker.groups.share_session_ms();
                 broker.groups.share.heartbeat(&group, heartbeat, session_ms)
@@ -97,22 +95,18 @@ fn checked(request: &ShareGroupHeartbeatRequest, caller: Caller) -> Result<Heart
 /// Every partition of the subscribed topics that exist and that the
 /// principal may describe.
 async fn assignment(broker: &Broker, topics: &BTreeSet<String>, access: &Access) -> Assignment {
-    let mut out = Vec::new();
-    for name in topics {
-        if !access.topic(AclOperation::Describe, name) {
-            continue;
-        }
-        match broker.engine.queue(name).await {
-            Ok(Some(q)) => out.push(
-                TopicPartitions::default()
-                    .with_topic_id(q.topic_id)
-                    .with_partitions(q.partitions.iter().map(|p| p.kafka_index).collect()),
-            ),
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(topic = name, error = %e, "kafka share group: reading a topic failed")
-            }
-        }
-    }
+    let visible: Vec<&String> = topics
+        .iter()
+        .filter(|name| access.topic(AclOperation::Describe, name))
+        .collect();
+    let out = crate::share::subscribed(broker, visible)
+        .await
+        .into_iter()
+        .map(|q| {
+            TopicPartitions::default()
+                .with_topic_id(q.topic_id)
+                .with_partitions(q.partitions.iter().map(|p| p.kafka_index).collect())
+        })
+        .collect();
     Assignment::default().with_topic_partitions(out)
 }

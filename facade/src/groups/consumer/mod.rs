@@ -12,8 +12,7 @@ mod group;
 mod member;
 mod subscription;
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::collections::BTreeSet;
 
 use kafka_protocol::ResponseError;
 
@@ -21,7 +20,8 @@ pub(crate) use assignor::{Topic, TopicPartition, Topics, ASSIGNORS};
 pub(crate) use group::{ConsumerState, Heartbeat, HeartbeatAnswer};
 pub(crate) use subscription::Subscription;
 
-use super::group::{Ms, EMPTY_KEPT_MS};
+use super::group::Ms;
+use super::registry::{Membership, Registry};
 use group::ConsumerGroup;
 use member::Member;
 
@@ -70,13 +70,14 @@ pub(crate) struct GroupView {
 /// The consumer groups this broker coordinates.
 #[derive(Debug, Default)]
 pub(crate) struct ConsumerGroups {
-    groups: Mutex<HashMap<String, ConsumerGroup>>,
+    groups: Registry<ConsumerGroup>,
 }
 
 impl ConsumerGroups {
     /// The topic names the members of `group` subscribe to.
     pub(crate) fn subscriptions(&self, group: &str) -> BTreeSet<String> {
-        self.lock()
+        self.groups
+            .lock()
             .get(group)
             .map(ConsumerGroup::subscriptions)
             .unwrap_or_default()
@@ -85,7 +86,8 @@ impl ConsumerGroups {
     /// The topics the members of `group` subscribe to, by name or by
     /// expression (those that existed at the last heartbeat).
     pub(crate) fn subscribed_topics(&self, group: &str) -> BTreeSet<String> {
-        self.lock()
+        self.groups
+            .lock()
             .get(group)
             .filter(|g| !g.members.is_empty())
             .map(|g| {
@@ -98,7 +100,8 @@ impl ConsumerGroups {
 
     /// The expressions the members of `group` subscribe with.
     pub(crate) fn regexes(&self, group: &str) -> Vec<Subscription> {
-        self.lock()
+        self.groups
+            .lock()
             .get(group)
             .map(ConsumerGroup::regexes)
             .unwrap_or_default()
@@ -115,7 +118,7 @@ impl ConsumerGroups {
         topics: Topics,
         now: Ms,
     ) -> HeartbeatAnswer {
-        let mut groups = self.lock();
+        let mut groups = self.groups.lock();
         let group = if request.epoch == 0 {
             groups.entry(group_id.to_owned()).or_default()
         } else {
@@ -139,7 +142,7 @@ impl ConsumerGroups {
 
     /// Expires members and forgets groups empty for long enough.
     pub(crate) fn tick(&self, session_ms: i32, now: Ms) {
-        let mut groups = self.lock();
+        let mut groups = self.groups.lock();
         for (id, group) in groups.iter_mut() {
             let epoch = group.epoch;
             group.tick(session_ms, now);
@@ -147,7 +150,7 @@ impl ConsumerGroups {
                 crate::metrics::KAFKA.rebalanced(id);
             }
         }
-        groups.retain(|_, g| !g.members.is_empty() || now < g.empty_since + EMPTY_KEPT_MS);
+        Registry::sweep(&mut groups, now);
     }
 
     /// `Some(answer)` when `group` is a consumer group: whether a commit of
@@ -158,40 +161,36 @@ impl ConsumerGroups {
         epoch: i32,
         member_id: &str,
     ) -> Option<Option<ResponseError>> {
-        self.lock()
+        self.groups
+            .lock()
             .get(group)
             .map(|g| g.commit_check(epoch, member_id))
     }
 
     /// Whether `group` is a consumer group with members.
     pub(crate) fn is_busy(&self, group: &str) -> bool {
-        self.lock()
-            .get(group)
-            .is_some_and(|g| !g.members.is_empty())
+        self.groups.is_busy(group)
     }
 
     /// Whether `group` is a consumer group (with or without members).
     pub(crate) fn knows(&self, group: &str) -> bool {
-        self.lock().contains_key(group)
+        self.groups.knows(group)
     }
 
     /// Forgets an empty consumer group; returns whether it was one.
     pub(crate) fn forget(&self, group: &str) -> bool {
-        let mut groups = self.lock();
-        match groups.get(group) {
-            Some(g) if g.members.is_empty() => groups.remove(group).is_some(),
-            _ => false,
-        }
+        self.groups.forget(group)
     }
 
     /// The group, if it is a consumer group.
     pub(crate) fn describe(&self, group: &str) -> Option<GroupView> {
-        self.lock().get(group).map(view)
+        self.groups.lock().get(group).map(view)
     }
 
     /// Every consumer group's view, by id.
     pub(crate) fn views(&self) -> Vec<(String, GroupView)> {
-        self.lock()
+        self.groups
+            .lock()
             .iter()
             .map(|(id, g)| (id.clone(), view(g)))
             .collect()
@@ -199,14 +198,11 @@ impl ConsumerGroups {
 
     /// Every consumer group, by id.
     pub(crate) fn list(&self) -> Vec<(String, ConsumerState)> {
-        self.lock()
+        self.groups
+            .lock()
             .iter()
             .map(|(id, g)| (id.clone(), g.state()))
             .collect()
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, ConsumerGroup>> {
-        self.groups.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -235,3 +231,13 @@ fn view(g: &ConsumerGroup) -> GroupView {
 
 #[cfg(test)]
 mod tests;
+
+impl Membership for ConsumerGroup {
+    fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    fn empty_since(&self) -> Ms {
+        self.empty_since
+    }
+}

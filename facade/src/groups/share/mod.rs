@@ -15,23 +15,17 @@ mod session;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_protocol::ResponseError;
 use storage::PartitionId;
 use tokio::time::Instant;
 
-pub(crate) use member::{Heartbeat, HeartbeatAnswer};
+pub(crate) use member::{Heartbeat, HeartbeatAnswer, Member};
 pub(crate) use session::{Held, SessionPartition};
 
-use member::Member;
-
-/// Milliseconds since the share groups were created.
-pub(crate) type Ms = i64;
-
-/// How long a group without members is still described and listed.
-const EMPTY_KEPT_MS: Ms = 600_000;
+pub(crate) use super::group::Ms;
+use super::registry::{Membership, Registry};
 
 /// A share group's state, as ShareGroupDescribe and ListGroups name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +81,16 @@ struct ShareGroup {
     empty_since: Ms,
 }
 
+impl Membership for ShareGroup {
+    fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    fn empty_since(&self) -> Ms {
+        self.empty_since
+    }
+}
+
 impl ShareGroup {
     fn state(&self) -> ShareState {
         if self.members.is_empty() {
@@ -122,14 +126,14 @@ impl ShareGroup {
 /// The share groups this broker coordinates.
 #[derive(Debug)]
 pub(crate) struct ShareGroups {
-    groups: Mutex<HashMap<String, ShareGroup>>,
+    groups: Registry<ShareGroup>,
     started: Instant,
 }
 
 impl Default for ShareGroups {
     fn default() -> Self {
         Self {
-            groups: Mutex::new(HashMap::new()),
+            groups: Registry::default(),
             started: Instant::now(),
         }
     }
@@ -152,7 +156,7 @@ impl ShareGroups {
         session_ms: i32,
     ) -> HeartbeatAnswer {
         let now = self.now();
-        let mut groups = self.lock();
+        let mut groups = self.groups.lock();
         let known = groups.contains_key(group_id);
         if request.epoch != 0 && !known {
             return HeartbeatAnswer::error(
@@ -178,11 +182,11 @@ impl ShareGroups {
     /// its locks end (the timer has no engine to release it sooner).
     pub(crate) fn tick(&self, session_ms: i32) {
         let now = self.now();
-        let mut groups = self.lock();
+        let mut groups = self.groups.lock();
         for group in groups.values_mut() {
             group.expire(session_ms, now);
         }
-        groups.retain(|_, g| !g.members.is_empty() || now < g.empty_since + EMPTY_KEPT_MS);
+        Registry::sweep(&mut groups, now);
     }
 
     /// Runs `f` on a member of a group, or answers `UNKNOWN_MEMBER_ID`.
@@ -193,7 +197,7 @@ impl ShareGroups {
         f: impl FnOnce(&mut Member, Ms) -> Result<T, ResponseError>,
     ) -> Result<T, ResponseError> {
         let now = self.now();
-        let mut groups = self.lock();
+        let mut groups = self.groups.lock();
         let member = groups
             .get_mut(group_id)
             .and_then(|g| g.members.get_mut(member_id))
@@ -201,30 +205,37 @@ impl ShareGroups {
         f(member, now)
     }
 
+    /// Makes `group` a share group without members, unless it is one
+    /// (AlterShareGroupOffsets on a new group creates it, as in Kafka).
+    pub(crate) fn adopt(&self, group: &str) {
+        let now = self.now();
+        self.groups
+            .lock()
+            .entry(group.to_owned())
+            .or_insert_with(|| ShareGroup {
+                empty_since: now,
+                ..ShareGroup::default()
+            });
+    }
+
     /// Whether `group` is a share group (with or without members).
     pub(crate) fn knows(&self, group: &str) -> bool {
-        self.lock().contains_key(group)
+        self.groups.knows(group)
     }
 
     /// Whether `group` is a share group with members.
     pub(crate) fn is_busy(&self, group: &str) -> bool {
-        self.lock()
-            .get(group)
-            .is_some_and(|g| !g.members.is_empty())
+        self.groups.is_busy(group)
     }
 
     /// Forgets an empty share group; returns whether it was one.
     pub(crate) fn forget(&self, group: &str) -> bool {
-        let mut groups = self.lock();
-        match groups.get(group) {
-            Some(g) if g.members.is_empty() => groups.remove(group).is_some(),
-            _ => false,
-        }
+        self.groups.forget(group)
     }
 
     /// The group, if it is a share group.
     pub(crate) fn describe(&self, group: &str) -> Option<GroupView> {
-        self.lock().get(group).map(|g| GroupView {
+        self.groups.lock().get(group).map(|g| GroupView {
             state: g.state(),
             epoch: g.epoch,
             members: g.members.values().map(Member::view).collect(),
@@ -233,13 +244,10 @@ impl ShareGroups {
 
     /// Every share group with its state, by id.
     pub(crate) fn list(&self) -> Vec<(String, ShareState)> {
-        self.lock()
+        self.groups
+            .lock()
             .iter()
             .map(|(id, g)| (id.clone(), g.state()))
             .collect()
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, ShareGroup>> {
-        self.groups.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
