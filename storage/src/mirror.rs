@@ -103,7 +103,7 @@ impl Engine {
             .await?
             .pop()
             .ok_or(StorageError::PartitionNotFound(partition_id))?;
-        if !sql::mirror::open_for_mirror(&mut conn, partition_id).await? {
+        if !head.mirrored {
             return Err(StorageError::InvalidInput(format!(
                 "topic {queue:?} is not mirrored, or is fenced: the mirror no longer writes to it"
             )));
