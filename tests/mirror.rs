@@ -329,6 +329,7 @@ support::url_scenarios!(
     a_killed_mirror_resumes_and_writes_nothing_twice,
     a_consumer_group_cuts_over_exactly_once,
     faults_are_shown_per_topic_and_the_others_keep_mirroring,
+    brokers_mirror_from_their_config_file_one_at_a_time,
 );
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
@@ -794,4 +795,53 @@ async fn faults_are_shown_per_topic_and_the_others_keep_mirroring(url: &str) {
     // The source goes away.
     drop(source);
     wait_error(&dest, "fine", "cannot be reached").await;
+}
+
+async fn brokers_mirror_from_their_config_file_one_at_a_time(url: &str) {
+    let (_sdb, source) = source();
+    let src = source.kafka.clone();
+    create(&src, "filed", 3, &[]).await;
+    let s = src.clone();
+    blocking(move || produce(&s, "filed", "snappy", 0, 60, 3)).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+
+    // A bad file is a start-up error that names it and what is wrong.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, json!({"source": src, "topic": ["filed"]}).to_string()).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_queen"))
+        .args(["--database-url", url, "--http-addr", "127.0.0.1:0"])
+        .args(["--kafka-addr", "127.0.0.1:0", "--mirror-config"])
+        .arg(&bad)
+        .env("QUEEN_LOG", "warn")
+        .output()
+        .expect("queen with a bad mirror config");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("bad.json") && stderr.contains("unknown field `topic`"),
+        "{stderr}"
+    );
+
+    let config = dir.path().join("mirror.json");
+    std::fs::write(
+        &config,
+        json!({"source": src, "topics": ["filed"], "groups": ["g"], "refresh_ms": 200}).to_string(),
+    )
+    .expect("write");
+    let path = config.to_str().expect("utf-8 path");
+    let first = Broker::start(url, &["--mirror-config", path]);
+    mirrored_alike(&src, &first, "filed", 3).await;
+    let t = status_of(&first, "filed").await.expect("in the status");
+    assert_eq!((&t["source"], &t["fenced"]), (&json!(src), &json!(false)));
+
+    // A second broker on the database waits while the first mirrors, and
+    // takes over when it stops.
+    let second = Broker::start(url, &["--mirror-config", path]);
+    let s = src.clone();
+    blocking(move || produce(&s, "filed", "zstd", 60, 30, 3)).await;
+    mirrored_alike(&src, &second, "filed", 3).await;
+    assert!(first.terminate().success(), "a clean stop");
+    let s = src.clone();
+    blocking(move || produce(&s, "filed", "gzip", 90, 30, 3)).await;
+    mirrored_alike(&src, &second, "filed", 3).await;
 }

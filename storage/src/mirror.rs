@@ -21,6 +21,9 @@ use crate::sql;
 use crate::transactions::marker_record;
 use crate::Engine;
 
+/// The mirror task's duty in `duties`.
+const MIRROR_DUTY: &str = "mirror";
+
 /// A record with the offset it has at the source.
 #[derive(Debug, Clone)]
 pub struct MirroredRecord {
@@ -226,6 +229,19 @@ impl Engine {
             }
         }
         Ok(out)
+    }
+
+    /// Takes or renews the mirror duty for this broker, unless another
+    /// broker holds it (the lease of retention's duties); whether this
+    /// broker holds it now: only its holder runs the mirror task.
+    pub async fn hold_mirror_duty(&self) -> Result<bool> {
+        self.hold_duty(MIRROR_DUTY, self.inner.clock.now_ms()).await
+    }
+
+    /// Gives up the mirror duty (when this broker stops mirroring), so
+    /// another broker takes it over at once.
+    pub async fn release_mirror_duty(&self) -> Result<()> {
+        self.release_duty(MIRROR_DUTY).await
     }
 
     /// Fences mirrored topic `topic`: from now on local producers may write

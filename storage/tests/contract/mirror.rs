@@ -300,3 +300,18 @@ pub(crate) async fn the_refusal_follows_the_topic_through_deletion_and_the_fence
         0
     );
 }
+
+pub(crate) async fn one_broker_at_a_time_holds_the_mirror_duty(db: &Db) {
+    let a = db.engine().await;
+    let b = db.engine().await;
+    assert!(a.hold_mirror_duty().await.expect("a asks"));
+    assert!(a.hold_mirror_duty().await.expect("a renews"));
+    assert!(!b.hold_mirror_duty().await.expect("b asks"));
+    // Given up (a broker stopping): the other takes it at once.
+    a.release_mirror_duty().await.expect("release");
+    assert!(b.hold_mirror_duty().await.expect("b asks again"));
+    assert!(!a.hold_mirror_duty().await.expect("a asks again"));
+    // Releasing a duty not held changes nothing.
+    a.release_mirror_duty().await.expect("release");
+    assert!(!a.hold_mirror_duty().await.expect("a still waits"));
+}
