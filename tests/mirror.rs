@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::admin::{
+    AdminClient, AdminOptions, NewPartitions, NewTopic, ResourceSpecifier, TopicReplication,
+};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
@@ -330,6 +332,7 @@ support::url_scenarios!(
     a_consumer_group_cuts_over_exactly_once,
     faults_are_shown_per_topic_and_the_others_keep_mirroring,
     brokers_mirror_from_their_config_file_one_at_a_time,
+    partitions_added_at_the_source_are_added_and_copied,
 );
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
@@ -844,4 +847,45 @@ async fn brokers_mirror_from_their_config_file_one_at_a_time(url: &str) {
     let s = src.clone();
     blocking(move || produce(&s, "filed", "gzip", 90, 30, 3)).await;
     mirrored_alike(&src, &second, "filed", 3).await;
+}
+
+/// CreatePartitions at the source: `topic` grows to `total` partitions.
+async fn grow(bootstrap: &str, topic: &str, total: usize) {
+    for r in admin(bootstrap)
+        .create_partitions(&[NewPartitions::new(topic, total)], &AdminOptions::new())
+        .await
+        .expect("create partitions")
+    {
+        r.expect("partitions created");
+    }
+}
+
+async fn partitions_added_at_the_source_are_added_and_copied(url: &str) {
+    let (_sdb, source) = source();
+    let src = source.kafka.clone();
+    create(&src, "grows", 2, &[]).await;
+    let s = src.clone();
+    blocking(move || produce(&s, "grows", "none", 0, 20, 2)).await;
+    let dest = Broker::start(url, &[]);
+    let mirror = MirrorProcess::start(url, &src, &["--topics", "grows"]);
+    mirrored_alike(&src, &dest, "grows", 2).await;
+
+    // While the mirror runs.
+    grow(&src, "grows", 3).await;
+    let s = src.clone();
+    blocking(move || produce(&s, "grows", "lz4", 20, 30, 3)).await;
+    mirrored_alike(&src, &dest, "grows", 3).await;
+
+    // While it is stopped: added when it starts again.
+    mirror.kill();
+    grow(&src, "grows", 5).await;
+    let s = src.clone();
+    blocking(move || produce(&s, "grows", "zstd", 50, 50, 5)).await;
+    let _mirror = MirrorProcess::start(url, &src, &["--topics", "grows"]);
+    mirrored_alike(&src, &dest, "grows", 5).await;
+    let t = status_of(&dest, "grows").await.expect("status");
+    assert!(t["error"].is_null(), "{t}");
+    // The new partitions are the mirror's alone too.
+    let refused = local_produce(&dest.kafka, "grows", "local").await;
+    assert!(refused.is_err(), "{refused:?}");
 }
