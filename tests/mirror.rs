@@ -736,28 +736,31 @@ async fn a_consumer_group_cuts_over_exactly_once(url: &str) {
         );
     }
 
-    // A native (HTTP) consumer of the same group continues from there.
+    // A queen-mq (HTTP) consumer of the same group continues from the
+    // group's position: the Kafka consumer's commits.
+    let mut position = [0i64; 2];
+    for (p, o, _) in &all {
+        position[*p as usize] = position[*p as usize].max(o + 1);
+    }
+    let d = dest.kafka.clone();
+    assert_eq!(
+        blocking(move || committed(&d, "cut", "cut")).await,
+        position,
+        "the group's commits here"
+    );
     let d = dest.kafka.clone();
     blocking(move || produce_numbers(&d, "cut", end, end + 10, &AtomicBool::new(false))).await;
-    // A pop leases one partition: pop until both gave theirs.
-    let mut got: Vec<i64> = Vec::new();
-    for _ in 0..4 {
-        let popped = dest
-            .get("/api/v1/pop/queue/cut?batch=100&wait=false&consumerGroup=cut")
-            .await;
-        got.extend(
-            popped["messages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|m| m["data"].as_i64().expect("a number")),
-        );
-    }
-    got.sort_unstable();
-    assert_eq!(
-        got,
-        (end..end + 10).collect::<Vec<_>>(),
-        "the HTTP group continues after the Kafka commits"
+    let from = json!({"0": position[0], "1": position[1]}).to_string();
+    let expect = json!((end..end + 10).collect::<Vec<_>>()).to_string();
+    support::python::run(
+        "mirror_cutover_pop.py",
+        &dest,
+        &[
+            ("QUEEN_QUEUE", "cut"),
+            ("QUEEN_GROUP", "cut"),
+            ("QUEEN_FROM", &from),
+            ("QUEEN_EXPECT", &expect),
+        ],
     );
     let status = status_of(&dest, "cut").await.expect("status");
     assert_eq!(status["fenced"], true, "{status}");
