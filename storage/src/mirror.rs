@@ -6,7 +6,9 @@
 //! skips offsets already written, so a mirror restarted anywhere never
 //! writes a record twice; its progress is the partition's next offset,
 //! moved in the same transaction as the records. Local producers are
-//! refused ([`crate::StorageError::Mirrored`]) until [`Engine::fence_mirror`]
+//! refused ([`crate::StorageError::Mirrored`]: the append reads the queue's
+//! `mirrored` flag, which [`Engine::register_mirror`], the fence and queue
+//! creation keep in step with `mirror_topics`) until [`Engine::fence_mirror`]
 //! hands the topic over, which it does only once every partition has caught
 //! up with the source's high watermark as last reported; from then on the
 //! mirror's appends are refused.
