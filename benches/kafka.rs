@@ -93,10 +93,7 @@ fn args() -> Args {
 }
 
 fn client(broker: &Broker) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", &broker.kafka)
-        .set("broker.address.family", "v4");
-    c
+    common::kafka_client(&broker.kafka)
 }
 
 fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: Mode) -> f64 {
@@ -120,44 +117,31 @@ fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: 
         producer.init_transactions(wait).expect("init_transactions");
         producer.begin_transaction().expect("begin");
     }
-    let payload = [b'x'; 100];
-    // One record first, untimed: the connection and, with idempotence, the
-    // producer id (librdkafka asks for it ~0.5 s after start, once a broker
-    // connection is up) are start-up costs, not throughput.
-    producer
-        .send(
-            BaseRecord::<(), [u8]>::to(topic)
-                .payload(&payload[..])
-                .partition(0),
-        )
-        .map_err(|(e, _)| e)
-        .expect("warm-up record");
-    common::await_deliveries(&producer);
-    match transactional {
-        true => producer.commit_transaction(wait).expect("warm-up"),
-        false => producer.flush(Duration::from_secs(30)).expect("warm-up"),
-    }
-    let started = Instant::now();
-    for i in 0..records {
-        if transactional && i % mode.transaction_size == 0 {
-            if i > 0 {
-                common::await_deliveries(&producer);
-                producer.commit_transaction(wait).expect("commit");
+    // With idempotence librdkafka asks for the producer id ~0.5 s after
+    // start, once a broker connection is up: the warm-up record waits for it.
+    common::timed_produce(
+        &producer,
+        topic,
+        partitions,
+        records,
+        &[b'x'; 100],
+        || {
+            common::await_deliveries(&producer);
+            match transactional {
+                true => producer.commit_transaction(wait).expect("commit"),
+                false => producer.flush(wait).expect("flush"),
             }
-            producer.begin_transaction().expect("begin");
-        }
-        let partition = (i % partitions as usize) as i32;
-        let record = BaseRecord::<(), [u8]>::to(topic)
-            .payload(&payload[..])
-            .partition(partition);
-        common::send_queued(&producer, record);
-    }
-    common::await_deliveries(&producer);
-    match transactional {
-        true => producer.commit_transaction(wait).expect("commit"),
-        false => producer.flush(wait).expect("flush"),
-    }
-    started.elapsed().as_secs_f64()
+        },
+        |i| {
+            if transactional && i % mode.transaction_size == 0 {
+                if i > 0 {
+                    common::await_deliveries(&producer);
+                    producer.commit_transaction(wait).expect("commit");
+                }
+                producer.begin_transaction().expect("begin");
+            }
+        },
+    )
 }
 
 fn consume(broker: &Broker, topic: &str, partitions: i32, records: usize, isolation: &str) -> f64 {

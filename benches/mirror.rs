@@ -19,45 +19,28 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{fresh_db, peak_rss_mib, Flags};
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::producer::{DefaultProducerContext, Producer, ThreadedProducer};
 use support::Broker;
 
 const PARTITIONS: i32 = 8;
-
-fn client(broker: &Broker) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", &broker.kafka)
-        .set("broker.address.family", "v4");
-    c
-}
 
 /// Produces `records` of `size` bytes round-robin to `topic`; the seconds
 /// from the first to the last acknowledgement (after one warm-up record).
 fn produce(broker: &Broker, topic: &str, records: usize, size: usize) -> f64 {
     let producer: ThreadedProducer<DefaultProducerContext> =
-        common::bulk_producer(&mut client(broker))
+        common::bulk_producer(&mut common::kafka_client(&broker.kafka))
             .create()
             .expect("producer");
-    let payload = vec![b'x'; size];
-    producer
-        .send(
-            BaseRecord::<(), [u8]>::to(topic)
-                .payload(&payload[..])
-                .partition(0),
-        )
-        .map_err(|(e, _)| e)
-        .expect("warm-up record");
-    producer.flush(Duration::from_secs(30)).expect("warm-up");
-    let started = Instant::now();
-    for i in 0..records {
-        let record = BaseRecord::<(), [u8]>::to(topic)
-            .payload(&payload[..])
-            .partition((i % PARTITIONS as usize) as i32);
-        common::send_queued(&producer, record);
-    }
-    producer.flush(Duration::from_secs(600)).expect("flush");
-    started.elapsed().as_secs_f64()
+    let flush = || producer.flush(Duration::from_secs(600)).expect("flush");
+    common::timed_produce(
+        &producer,
+        topic,
+        PARTITIONS,
+        records,
+        &vec![b'x'; size],
+        flush,
+        |_| {},
+    )
 }
 
 /// Whether the status of `topic` at `dest` shows every partition caught up

@@ -297,6 +297,13 @@ pub struct Config {
     #[arg(long, env = "QUEEN_SUPER_USERS", value_delimiter = ';')]
     pub super_users: Vec<String>,
 
+    /// A JSON file with the settings of `queen mirror` (`source`, `topics`,
+    /// `topic_regex`, `groups`, `source_properties`, `refresh_ms`): the
+    /// broker runs the mirror as a task, one broker of a shared database
+    /// at a time (README, "Migrating from Kafka").
+    #[arg(long, env = "QUEEN_MIRROR_CONFIG")]
+    pub mirror_config: Option<PathBuf>,
+
     /// What to do instead of running the broker.
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -33,6 +33,11 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let mirror = config
+        .mirror_config
+        .as_deref()
+        .map(mirror::MirrorArgs::from_file)
+        .transpose()?;
     let engine = open_engine(&config).await?;
     engine.set_dedup_memory(config.dedup_memory_mb.saturating_mul(1 << 20));
     let http = TcpListener::bind(config.http_addr)
@@ -165,6 +170,7 @@ pub async fn run(
             async move { engine.enforce_compaction().await }
         },
     ));
+    let mirror = mirror.map(|args| tokio::spawn(mirror::serve(engine.clone(), args, stop.clone())));
     let txn_timeouts = tokio::spawn(abort_expired_transactions(engine.clone()));
     let expiry = tokio::spawn(expire_producers(
         engine.clone(),
@@ -182,6 +188,9 @@ pub async fn run(
     dedup.await?;
     retention.await?;
     compaction.await?;
+    if let Some(mirror) = mirror {
+        mirror.await?;
+    }
     sampler.await?;
     engine.close().await;
     Ok(())

@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::admin::{
+    AdminClient, AdminOptions, NewPartitions, NewTopic, ResourceSpecifier, TopicReplication,
+};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
@@ -329,6 +331,8 @@ support::url_scenarios!(
     a_killed_mirror_resumes_and_writes_nothing_twice,
     a_consumer_group_cuts_over_exactly_once,
     faults_are_shown_per_topic_and_the_others_keep_mirroring,
+    brokers_mirror_from_their_config_file_one_at_a_time,
+    partitions_added_at_the_source_are_added_and_copied,
 );
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
@@ -732,28 +736,31 @@ async fn a_consumer_group_cuts_over_exactly_once(url: &str) {
         );
     }
 
-    // A native (HTTP) consumer of the same group continues from there.
+    // A queen-mq (HTTP) consumer of the same group continues from the
+    // group's position: the Kafka consumer's commits.
+    let mut position = [0i64; 2];
+    for (p, o, _) in &all {
+        position[*p as usize] = position[*p as usize].max(o + 1);
+    }
+    let d = dest.kafka.clone();
+    assert_eq!(
+        blocking(move || committed(&d, "cut", "cut")).await,
+        position,
+        "the group's commits here"
+    );
     let d = dest.kafka.clone();
     blocking(move || produce_numbers(&d, "cut", end, end + 10, &AtomicBool::new(false))).await;
-    // A pop leases one partition: pop until both gave theirs.
-    let mut got: Vec<i64> = Vec::new();
-    for _ in 0..4 {
-        let popped = dest
-            .get("/api/v1/pop/queue/cut?batch=100&wait=false&consumerGroup=cut")
-            .await;
-        got.extend(
-            popped["messages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|m| m["data"].as_i64().expect("a number")),
-        );
-    }
-    got.sort_unstable();
-    assert_eq!(
-        got,
-        (end..end + 10).collect::<Vec<_>>(),
-        "the HTTP group continues after the Kafka commits"
+    let from = json!({"0": position[0], "1": position[1]}).to_string();
+    let expect = json!((end..end + 10).collect::<Vec<_>>()).to_string();
+    support::python::run(
+        "mirror_cutover_pop.py",
+        &dest,
+        &[
+            ("QUEEN_QUEUE", "cut"),
+            ("QUEEN_GROUP", "cut"),
+            ("QUEEN_FROM", &from),
+            ("QUEEN_EXPECT", &expect),
+        ],
     );
     let status = status_of(&dest, "cut").await.expect("status");
     assert_eq!(status["fenced"], true, "{status}");
@@ -794,4 +801,94 @@ async fn faults_are_shown_per_topic_and_the_others_keep_mirroring(url: &str) {
     // The source goes away.
     drop(source);
     wait_error(&dest, "fine", "cannot be reached").await;
+}
+
+async fn brokers_mirror_from_their_config_file_one_at_a_time(url: &str) {
+    let (_sdb, source) = source();
+    let src = source.kafka.clone();
+    create(&src, "filed", 3, &[]).await;
+    let s = src.clone();
+    blocking(move || produce(&s, "filed", "snappy", 0, 60, 3)).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+
+    // A bad file is a start-up error that names it and what is wrong.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, json!({"source": src, "topic": ["filed"]}).to_string()).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_queen"))
+        .args(["--database-url", url, "--http-addr", "127.0.0.1:0"])
+        .args(["--kafka-addr", "127.0.0.1:0", "--mirror-config"])
+        .arg(&bad)
+        .env("QUEEN_LOG", "warn")
+        .output()
+        .expect("queen with a bad mirror config");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("bad.json") && stderr.contains("unknown field `topic`"),
+        "{stderr}"
+    );
+
+    let config = dir.path().join("mirror.json");
+    std::fs::write(
+        &config,
+        json!({"source": src, "topics": ["filed"], "groups": ["g"], "refresh_ms": 200}).to_string(),
+    )
+    .expect("write");
+    let path = config.to_str().expect("utf-8 path");
+    let first = Broker::start(url, &["--mirror-config", path]);
+    mirrored_alike(&src, &first, "filed", 3).await;
+    let t = status_of(&first, "filed").await.expect("in the status");
+    assert_eq!((&t["source"], &t["fenced"]), (&json!(src), &json!(false)));
+
+    // A second broker on the database waits while the first mirrors, and
+    // takes over when it stops.
+    let second = Broker::start(url, &["--mirror-config", path]);
+    let s = src.clone();
+    blocking(move || produce(&s, "filed", "zstd", 60, 30, 3)).await;
+    mirrored_alike(&src, &second, "filed", 3).await;
+    assert!(first.terminate().success(), "a clean stop");
+    let s = src.clone();
+    blocking(move || produce(&s, "filed", "gzip", 90, 30, 3)).await;
+    mirrored_alike(&src, &second, "filed", 3).await;
+}
+
+/// CreatePartitions at the source: `topic` grows to `total` partitions.
+async fn grow(bootstrap: &str, topic: &str, total: usize) {
+    for r in admin(bootstrap)
+        .create_partitions(&[NewPartitions::new(topic, total)], &AdminOptions::new())
+        .await
+        .expect("create partitions")
+    {
+        r.expect("partitions created");
+    }
+}
+
+async fn partitions_added_at_the_source_are_added_and_copied(url: &str) {
+    let (_sdb, source) = source();
+    let src = source.kafka.clone();
+    create(&src, "grows", 2, &[]).await;
+    let s = src.clone();
+    blocking(move || produce(&s, "grows", "none", 0, 20, 2)).await;
+    let dest = Broker::start(url, &[]);
+    let mirror = MirrorProcess::start(url, &src, &["--topics", "grows"]);
+    mirrored_alike(&src, &dest, "grows", 2).await;
+
+    // While the mirror runs.
+    grow(&src, "grows", 3).await;
+    let s = src.clone();
+    blocking(move || produce(&s, "grows", "lz4", 20, 30, 3)).await;
+    mirrored_alike(&src, &dest, "grows", 3).await;
+
+    // While it is stopped: added when it starts again.
+    mirror.kill();
+    grow(&src, "grows", 5).await;
+    let s = src.clone();
+    blocking(move || produce(&s, "grows", "zstd", 50, 50, 5)).await;
+    let _mirror = MirrorProcess::start(url, &src, &["--topics", "grows"]);
+    mirrored_alike(&src, &dest, "grows", 5).await;
+    let t = status_of(&dest, "grows").await.expect("status");
+    assert!(t["error"].is_null(), "{t}");
+    // The new partitions are the mirror's alone too.
+    let refused = local_produce(&dest.kafka, "grows", "local").await;
+    assert!(refused.is_err(), "{refused:?}");
 }

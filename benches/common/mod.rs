@@ -1,6 +1,6 @@
 //! What the bench binaries share: their flags, a fresh database per
-//! backend, queue set-up, popping and acking, queueing a Kafka record, and
-//! the broker's resident memory (peak and current).
+//! backend, queue set-up, popping and acking, Kafka clients and the timed
+//! produce, and the broker's resident memory (peak and current).
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -199,4 +199,54 @@ pub(crate) fn send_queued(
             }
         }
     }
+}
+
+/// A librdkafka client of the Kafka listener at `bootstrap` (IPv4).
+#[allow(dead_code)] // only the Kafka benches
+pub(crate) fn kafka_client(bootstrap: &str) -> rdkafka::config::ClientConfig {
+    let mut c = rdkafka::config::ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4");
+    c
+}
+
+/// The timed produce of the Kafka benches: one record of `payload` to
+/// partition 0 of `topic`, untimed, then `settle` (the connection and any
+/// producer id are start-up costs, not throughput); then `records` of them
+/// round-robin over `partitions`, `before(i)` called ahead of record `i`,
+/// and `settle` again. The seconds from the first timed record until
+/// `settle` returned.
+#[allow(dead_code)] // only the Kafka benches produce
+pub(crate) fn timed_produce(
+    producer: &rdkafka::producer::ThreadedProducer<rdkafka::producer::DefaultProducerContext>,
+    topic: &str,
+    partitions: i32,
+    records: usize,
+    payload: &[u8],
+    settle: impl Fn(),
+    mut before: impl FnMut(usize),
+) -> f64 {
+    use rdkafka::producer::BaseRecord;
+    producer
+        .send(
+            BaseRecord::<(), [u8]>::to(topic)
+                .payload(payload)
+                .partition(0),
+        )
+        .map_err(|(e, _)| e)
+        .expect("warm-up record");
+    settle();
+    let started = std::time::Instant::now();
+    for i in 0..records {
+        before(i);
+        let partition = (i % partitions as usize) as i32;
+        send_queued(
+            producer,
+            BaseRecord::<(), [u8]>::to(topic)
+                .payload(payload)
+                .partition(partition),
+        );
+    }
+    settle();
+    started.elapsed().as_secs_f64()
 }

@@ -13,11 +13,15 @@
 //!   as the records, offsets already written skipped) and, every refresh,
 //!   follows the source's topics, watermarks and groups.
 //!
+//! - [`broker_task`]: the same, as a task of the broker (`--mirror-config`),
+//!   one broker at a time.
+//!
 //! Errors of one topic (deleted at the source, a local topic with another
 //! partition count, a refused write) are shown in the status of that topic
 //! and the others keep mirroring; a source that cannot be reached is shown
 //! on every topic until it answers again.
 
+mod broker_task;
 mod groups;
 mod records;
 mod source;
@@ -25,41 +29,79 @@ mod topics;
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
 use rdkafka::ClientConfig;
 use storage::{Engine, MirroredRecord, PartitionId, StorageError};
 
+pub use broker_task::serve;
 use source::{Batch, Control, Source};
 use topics::Selection;
 
-/// `queen mirror …`.
-#[derive(Debug, Clone, clap::Args)]
+/// `queen mirror …`, and the broker's `--mirror-config` file (JSON, these
+/// fields by name: `{"source": "kafka1:9092", "topics": ["orders"]}`).
+#[derive(Debug, Clone, clap::Args, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MirrorArgs {
     /// The source cluster's bootstrap servers (`host:port,…`).
     #[arg(long)]
     pub source: String,
     /// The topics to mirror, separated by commas.
     #[arg(long, value_delimiter = ',')]
+    #[serde(default)]
     pub topics: Vec<String>,
     /// A regular expression: every source topic whose whole name matches it
     /// is mirrored, including topics created later.
     #[arg(long)]
+    #[serde(default)]
     pub topic_regex: Option<String>,
     /// The consumer groups whose committed offsets are copied, separated by
     /// commas.
     #[arg(long, value_delimiter = ',')]
+    #[serde(default)]
     pub groups: Vec<String>,
     /// A librdkafka property for the connections to the source, as
     /// `name=value` (repeatable): `security.protocol`, `sasl.mechanism`,
     /// `sasl.username`, `ssl.ca.location`, …
     #[arg(long = "source-property", value_name = "NAME=VALUE")]
+    #[serde(default)]
     pub source_properties: Vec<String>,
     /// How often the source's topics, high watermarks and group offsets
     /// are read again, in milliseconds.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = DEFAULT_REFRESH_MS)]
+    #[serde(default = "default_refresh_ms")]
     pub refresh_ms: u64,
+}
+
+/// How often the source is read again unless told otherwise, in ms.
+const DEFAULT_REFRESH_MS: u64 = 1000;
+
+fn default_refresh_ms() -> u64 {
+    DEFAULT_REFRESH_MS
+}
+
+impl MirrorArgs {
+    /// The settings in the JSON file at `path`, checked as [`check`] does.
+    pub fn from_file(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the mirror config {}", path.display()))?;
+        let args: Self =
+            serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(&text))
+                .with_context(|| format!("the mirror config {}", path.display()))?;
+        check(&args).with_context(|| format!("the mirror config {}", path.display()))?;
+        Ok(args)
+    }
+}
+
+/// Checks `args` without reaching the source: the selection, the source
+/// properties (librdkafka refuses unknown ones) and the groups.
+pub fn check(args: &MirrorArgs) -> anyhow::Result<()> {
+    let client = client_config(args)?;
+    Selection::new(args, &client)?;
+    groups::Groups::new(&client, &args.groups)?;
+    Ok(())
 }
 
 /// What a mirrored partition's writer keeps.

@@ -103,6 +103,17 @@ impl Mirror {
                 .await;
         }
         self.drop_fenced().await;
+        let grown: Vec<(String, i32)> = self
+            .topics
+            .iter()
+            .filter_map(|(t, here)| source.get(t).filter(|n| *n > here).map(|n| (t.clone(), *n)))
+            .collect();
+        for (topic, partitions) in grown {
+            if let Err(e) = self.grow(&topic, partitions).await {
+                let error = format!("partitions added at the source not mirrored: {e:#}");
+                self.stop(&topic, Some(&error)).await;
+            }
+        }
         let mut new: Vec<(&String, &i32)> = source
             .iter()
             .filter(|(t, _)| {
@@ -141,7 +152,7 @@ impl Mirror {
 
     /// Creates (or finds) the local twin of `topic` and starts copying it.
     async fn start(&mut self, topic: &str, partitions: i32) -> anyhow::Result<()> {
-        let local = match self.engine.queue(topic).await? {
+        let mut local = match self.engine.queue(topic).await? {
             Some(q) => q,
             None => {
                 let options = self.source_configs(topic).await?;
@@ -159,6 +170,11 @@ impl Mirror {
                     .context("the topic was deleted as it was created")?
             }
         };
+        // A topic mirrored before (the mirror restarted) may have gained
+        // partitions at the source meanwhile: they are added here too.
+        if (local.partitions.len() as i32) < partitions && self.mirrored_before(topic).await? {
+            local = self.add_partitions(topic, partitions).await?;
+        }
         anyhow::ensure!(
             local.partitions.len() as i32 == partitions,
             "the local topic has {} partitions, the source's {partitions}: delete it here or give it the same count",
@@ -176,16 +192,77 @@ impl Mirror {
         self.engine
             .set_mirror_error(topic, &self.source_name, None)
             .await?;
+        self.copy_partitions(topic, &local).await?;
+        self.topics.insert(topic.to_owned(), partitions);
+        tracing::info!(topic, partitions, "mirror: copying");
+        Ok(())
+    }
+
+    /// Follows a mirrored topic that has `partitions` partitions at the
+    /// source now, more than before: adds them here (as Kafka's
+    /// CreatePartitions does) and copies them.
+    async fn grow(&mut self, topic: &str, partitions: i32) -> anyhow::Result<()> {
+        let local = self.add_partitions(topic, partitions).await?;
+        self.copy_partitions(topic, &local).await?;
+        self.topics.insert(topic.to_owned(), partitions);
+        tracing::info!(
+            topic,
+            partitions,
+            "mirror: partitions added at the source copied"
+        );
+        Ok(())
+    }
+
+    /// Gives local `topic` `partitions` partitions unless it has them (a
+    /// mirror of another broker may have added them); the topic afterwards.
+    async fn add_partitions(
+        &self,
+        topic: &str,
+        partitions: i32,
+    ) -> anyhow::Result<storage::QueueInfo> {
+        let local = self
+            .engine
+            .queue(topic)
+            .await?
+            .context("the local topic was deleted")?;
+        if local.partitions.len() as i32 >= partitions {
+            return Ok(local);
+        }
+        self.engine.create_partitions(topic, partitions).await?;
+        self.engine
+            .queue(topic)
+            .await?
+            .context("the local topic was deleted")
+    }
+
+    /// Whether `topic` is mirrored here already and not fenced.
+    async fn mirrored_before(&self, topic: &str) -> anyhow::Result<bool> {
+        Ok(self
+            .engine
+            .mirror_status()
+            .await?
+            .iter()
+            .any(|t| t.topic == topic && !t.fenced))
+    }
+
+    /// Starts copying the partitions of local `topic` not copied yet, each
+    /// from its local next offset.
+    async fn copy_partitions(
+        &mut self,
+        topic: &str,
+        local: &storage::QueueInfo,
+    ) -> anyhow::Result<()> {
         let mut assign = Vec::new();
         for p in &local.partitions {
+            let key = (topic.to_owned(), p.kafka_index);
+            if self.partitions.contains_key(&key) {
+                continue;
+            }
             let next = self.engine.log_bounds(p.id).await?.next_offset;
-            self.partitions
-                .insert((topic.to_owned(), p.kafka_index), Local { id: p.id, next });
+            self.partitions.insert(key, Local { id: p.id, next });
             assign.push((topic.to_owned(), p.kafka_index, next));
         }
-        self.topics.insert(topic.to_owned(), partitions);
         self.control.assign(assign);
-        tracing::info!(topic, partitions, "mirror: copying");
         Ok(())
     }
 

@@ -6,7 +6,9 @@
 //! skips offsets already written, so a mirror restarted anywhere never
 //! writes a record twice; its progress is the partition's next offset,
 //! moved in the same transaction as the records. Local producers are
-//! refused ([`crate::StorageError::Mirrored`]) until [`Engine::fence_mirror`]
+//! refused ([`crate::StorageError::Mirrored`]: the append reads the queue's
+//! `mirrored` flag, which [`Engine::register_mirror`], the fence and queue
+//! creation keep in step with `mirror_topics`) until [`Engine::fence_mirror`]
 //! hands the topic over, which it does only once every partition has caught
 //! up with the source's high watermark as last reported; from then on the
 //! mirror's appends are refused.
@@ -20,6 +22,9 @@ use crate::record::{Marker, Record, TxnMark};
 use crate::sql;
 use crate::transactions::marker_record;
 use crate::Engine;
+
+/// The mirror task's duty in `duties`.
+const MIRROR_DUTY: &str = "mirror";
 
 /// A record with the offset it has at the source.
 #[derive(Debug, Clone)]
@@ -103,7 +108,7 @@ impl Engine {
             .await?
             .pop()
             .ok_or(StorageError::PartitionNotFound(partition_id))?;
-        if !sql::mirror::open_for_mirror(&mut conn, partition_id).await? {
+        if !head.mirrored {
             return Err(StorageError::InvalidInput(format!(
                 "topic {queue:?} is not mirrored, or is fenced: the mirror no longer writes to it"
             )));
@@ -226,6 +231,19 @@ impl Engine {
             }
         }
         Ok(out)
+    }
+
+    /// Takes or renews the mirror duty for this broker, unless another
+    /// broker holds it (the lease of retention's duties); whether this
+    /// broker holds it now: only its holder runs the mirror task.
+    pub async fn hold_mirror_duty(&self) -> Result<bool> {
+        self.hold_duty(MIRROR_DUTY, self.inner.clock.now_ms()).await
+    }
+
+    /// Gives up the mirror duty (when this broker stops mirroring), so
+    /// another broker takes it over at once.
+    pub async fn release_mirror_duty(&self) -> Result<()> {
+        self.release_duty(MIRROR_DUTY).await
     }
 
     /// Fences mirrored topic `topic`: from now on local producers may write

@@ -16,9 +16,7 @@ pub(crate) async fn lock_partitions(
 ) -> Result<Vec<PartitionHead>> {
     Ok(sqlx::query_as(
         "SELECT p.id, p.next_offset, p.last_created_at, q.dedup_window_seconds, \
-                    p.dedup_sealed_to, p.dedup_epoch, q.encryption_enabled, \
-                    EXISTS (SELECT 1 FROM mirror_topics m \
-                            WHERE m.topic = q.name AND m.fenced = FALSE) AS mirrored \
+                    p.dedup_sealed_to, p.dedup_epoch, q.encryption_enabled, q.mirrored \
              FROM partitions p JOIN queues q ON q.id = p.queue_id \
              WHERE p.id = ANY($1) ORDER BY p.id FOR UPDATE OF p",
     )

@@ -106,7 +106,7 @@ impl Engine {
     /// is written only once half of it has run out: steps come every few
     /// hundred milliseconds, and each write would take the database's
     /// writer from the appends.
-    async fn hold_duty(&self, name: &'static str, now: i64) -> Result<bool> {
+    pub(crate) async fn hold_duty(&self, name: &'static str, now: i64) -> Result<bool> {
         let duties = &self.inner.duties;
         if duties
             .held_until(name)
@@ -122,6 +122,16 @@ impl Engine {
         tx.commit().await?;
         duties.set(name, held.then_some(until));
         Ok(held)
+    }
+
+    /// Gives up the duty `name` if this broker holds it, so another broker
+    /// takes it at its next step rather than once the lease has run out.
+    pub(crate) async fn release_duty(&self, name: &'static str) -> Result<()> {
+        self.inner.duties.set(name, None);
+        let mut tx = self.inner.store.begin_write().await?;
+        sql::retention::release_duty(&mut tx.conn(), name, &self.inner.instance).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Moves the partition's log start as far as `policy` allows within the

@@ -132,7 +132,7 @@ async fn insert_queue(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
          ON CONFLICT (name) {conflict} RETURNING id"
     );
-    Ok(on_db!(conn, c => sqlx::query_scalar(&sql)
+    let id: Option<i64> = on_db!(conn, c => sqlx::query_scalar(&sql)
         .bind(name)
         .bind(&json)
         .bind(options.dedup_window_seconds)
@@ -143,7 +143,13 @@ async fn insert_queue(
         .bind(Lifecycle::Retained.applies(options))
         .bind(Lifecycle::Compacted.applies(options))
         .fetch_optional(&mut **c)
-        .await?))
+        .await?);
+    if id.is_some() {
+        // A topic mirrored before it was (re)created here is refused to
+        // local producers from its first append.
+        crate::sql::mirror::mark_queue(conn, name).await?;
+    }
+    Ok(id)
 }
 
 /// Creates the queue or replaces all its options, and makes sure its

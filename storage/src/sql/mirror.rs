@@ -29,6 +29,7 @@ pub(crate) async fn register(
             .fetch_one(&mut *c)
             .await?
     });
+    mark_queue(&mut tx.conn(), topic).await?;
     tx.commit().await?;
     Ok(fenced)
 }
@@ -56,7 +57,23 @@ pub(crate) async fn set_error(
         .execute(&mut *c)
         .await?;
     });
+    mark_queue(&mut tx.conn(), topic).await?;
     tx.commit().await?;
+    Ok(())
+}
+
+/// Copies whether `topic` is mirrored and not fenced into its queue's
+/// `mirrored` flag, which appends read with the queue row: called in every
+/// transaction that registers, fences or creates the topic.
+pub(crate) async fn mark_queue(conn: &mut Conn<'_>, topic: &str) -> Result<()> {
+    on_db!(conn, c => sqlx::query(
+        "UPDATE queues SET mirrored = EXISTS (SELECT 1 FROM mirror_topics m \
+         WHERE m.topic = queues.name AND m.fenced = FALSE) WHERE name = $1",
+    )
+    .bind(topic)
+    .execute(&mut **c)
+    .await
+    .map(drop)?);
     Ok(())
 }
 
@@ -85,23 +102,6 @@ pub(crate) async fn report_watermarks(
     });
     tx.commit().await?;
     Ok(())
-}
-
-/// Whether the queue of partition `partition_id` is mirrored and not
-/// fenced, read afresh inside `conn`'s transaction (after the partition's
-/// lock, so a fence committed meanwhile is seen).
-pub(crate) async fn open_for_mirror(
-    conn: &mut Conn<'_>,
-    partition_id: PartitionId,
-) -> Result<bool> {
-    let open: Option<i64> = on_db!(conn, c => sqlx::query_scalar(
-        "SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id \
-         JOIN mirror_topics m ON m.topic = q.name WHERE p.id = $1 AND m.fenced = FALSE",
-    )
-    .bind(partition_id)
-    .fetch_optional(&mut **c)
-    .await?);
-    Ok(open.is_some())
 }
 
 /// Moves an empty partition's log start up to `first` (the source's first
@@ -180,6 +180,7 @@ pub(crate) async fn fence(
         .execute(&mut **c)
         .await
         .map(drop)?);
+        mark_queue(conn, topic).await?;
     }
     Ok(behind)
 }

@@ -139,6 +139,18 @@ pub(crate) async fn hold_duty(
     Ok(taken == 1)
 }
 
+/// Ends `holder`'s lease of duty `name` now, so another holder may take it
+/// at once.
+pub(crate) async fn release_duty(conn: &mut Conn<'_>, name: &str, holder: &str) -> Result<()> {
+    on_db!(conn, c => sqlx::query("DELETE FROM duties WHERE name = $1 AND holder = $2")
+        .bind(name)
+        .bind(holder)
+        .execute(&mut **c)
+        .await
+        .map(drop)?);
+    Ok(())
+}
+
 /// The offset below which the partition has been cleaned (compaction).
 pub(crate) async fn compacted_to(db: Reader<'_>, partition_id: PartitionId) -> Result<i64> {
     let to: Option<i64> = on_db!(db, pool => sqlx::query_scalar(

@@ -54,6 +54,8 @@ contract!(
     mirror::local_producers_wait_for_the_fence_and_the_mirror_stops_at_it,
     mirror::errors_are_shown_per_topic_and_cleared,
     mirror::two_mirrors_of_one_partition_write_each_offset_once,
+    mirror::the_refusal_follows_the_topic_through_deletion_and_the_fence,
+    mirror::one_broker_at_a_time_holds_the_mirror_duty,
     kafka_txn::markers_end_transactions_and_move_the_stable_offset,
     kafka_txn::a_new_producer_aborts_and_fences_the_old_one,
     kafka_txn::refused_requests_change_nothing,

@@ -254,3 +254,64 @@ pub(crate) async fn two_mirrors_of_one_partition_write_each_offset_once(db: &Db)
     let offsets: Vec<i64> = stored(&a, id).await.into_iter().map(|(o, _)| o).collect();
     assert_eq!(offsets, (0..205).collect::<Vec<_>>());
 }
+
+pub(crate) async fn the_refusal_follows_the_topic_through_deletion_and_the_fence(db: &Db) {
+    let engine = db.engine().await;
+    one_partition_topic(&engine, "again").await;
+    engine
+        .register_mirror("again", SOURCE)
+        .await
+        .expect("register");
+    // Deleted and created again (by anyone) while mirrored: still the
+    // mirror's alone, from its first append on.
+    assert!(engine.delete_queue("again").await.expect("delete"));
+    let id = one_partition_topic(&engine, "again").await;
+    let err = engine
+        .append_records("again", id, vec![kafka("local", START_MS)])
+        .await
+        .expect_err("local produce to a recreated mirrored topic");
+    assert!(matches!(err, StorageError::Mirrored(p) if p == id), "{err}");
+    engine
+        .report_source_watermarks("again", &[(0, 0)])
+        .await
+        .expect("report");
+    engine.fence_mirror("again").await.expect("fence");
+    // Fenced: writable, also once deleted and created again.
+    assert!(engine.delete_queue("again").await.expect("delete"));
+    let id = one_partition_topic(&engine, "again").await;
+    assert_eq!(
+        engine
+            .append_records("again", id, vec![kafka("local", START_MS)])
+            .await
+            .expect("local produce after the fence"),
+        0
+    );
+    // A topic that is not mirrored is not touched by another's register.
+    let other = one_partition_topic(&engine, "other").await;
+    engine
+        .register_mirror("mirrored-only", SOURCE)
+        .await
+        .expect("register");
+    assert_eq!(
+        engine
+            .append_records("other", other, vec![kafka("local", START_MS)])
+            .await
+            .expect("local produce to a topic not mirrored"),
+        0
+    );
+}
+
+pub(crate) async fn one_broker_at_a_time_holds_the_mirror_duty(db: &Db) {
+    let a = db.engine().await;
+    let b = db.engine().await;
+    assert!(a.hold_mirror_duty().await.expect("a asks"));
+    assert!(a.hold_mirror_duty().await.expect("a renews"));
+    assert!(!b.hold_mirror_duty().await.expect("b asks"));
+    // Given up (a broker stopping): the other takes it at once.
+    a.release_mirror_duty().await.expect("release");
+    assert!(b.hold_mirror_duty().await.expect("b asks again"));
+    assert!(!a.hold_mirror_duty().await.expect("a asks again"));
+    // Releasing a duty not held changes nothing.
+    a.release_mirror_duty().await.expect("release");
+    assert!(!a.hold_mirror_duty().await.expect("a still waits"));
+}
