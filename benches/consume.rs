@@ -6,7 +6,8 @@
 //! messages/s of the consuming phase.
 //!
 //! `cargo bench --bench consume` runs everything; `-- --backend sqlite`,
-//! `--batch N`, `--messages N`, `--consumers N` and `--partitions N` narrow it.
+//! `--batch N`, `--messages N`, `--consumers N` and `--partitions N` narrow it;
+//! `--group NAME` pops and acks as that consumer group instead of queue mode.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -26,6 +27,8 @@ struct Args {
     messages: usize,
     consumers: usize,
     partitions: usize,
+    /// The consumer group popping and acking; queue mode when absent.
+    group: Option<String>,
 }
 
 fn args() -> Args {
@@ -41,6 +44,7 @@ fn args() -> Args {
         messages: flags.get("messages", 200_000),
         consumers: flags.get("consumers", 8),
         partitions: flags.get("partitions", 16),
+        group: Some(flags.get("group", String::new())).filter(|g| !g.is_empty()),
     }
 }
 
@@ -105,8 +109,12 @@ async fn scenario(backend: &str, batch: usize, args: &Args) {
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..args.consumers {
         let (client, consumed, base) = (client.clone(), consumed.clone(), broker.http.clone());
+        let group = args.group.clone();
         tasks.spawn(async move {
-            let pop_url = format!("{base}/api/v1/pop/queue/bench?batch={batch}&wait=false");
+            let mut pop_url = format!("{base}/api/v1/pop/queue/bench?batch={batch}&wait=false");
+            if let Some(group) = &group {
+                pop_url.push_str(&format!("&consumerGroup={group}"));
+            }
             let ack_url = format!("{base}/api/v1/ack/batch");
             let mut empty = 0;
             while consumed.load(Ordering::Relaxed) < total && empty < 50 {
@@ -118,7 +126,7 @@ async fn scenario(backend: &str, batch: usize, args: &Args) {
                 }
                 empty = 0;
                 let popped: Popped = response.json().await.expect("pop JSON");
-                ack_completed(&client, &ack_url, &popped.messages).await;
+                ack_completed(&client, &ack_url, group.as_deref(), &popped.messages).await;
                 consumed.fetch_add(popped.messages.len(), Ordering::Relaxed);
             }
         });

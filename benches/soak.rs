@@ -231,7 +231,7 @@ async fn http_loop(base: String, counters: Arc<Counters>, stop: Arc<AtomicBool>)
                 assert_eq!(m.transaction_id, txn_id(next), "popped out of order");
                 next += 1;
             }
-            let answer = ack_completed(&client, &ack_url, &popped.messages).await;
+            let answer = ack_completed(&client, &ack_url, None, &popped.messages).await;
             for a in answer.as_array().expect("ack answer array") {
                 assert_eq!(a["success"], true, "ack refused: {a}");
             }

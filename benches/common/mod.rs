@@ -97,12 +97,14 @@ pub(crate) struct PoppedMessage {
     pub lease_id: String,
 }
 
-/// Acks `messages` as completed in one batch request to `ack_url`; panics
-/// unless the broker answers 200. Returns the per-item answers.
+/// Acks `messages` as completed in one batch request to `ack_url`, for
+/// consumer group `group` (queue mode when `None`); panics unless the
+/// broker answers 200. Returns the per-item answers.
 #[allow(dead_code)] // only the consuming benches ack
 pub(crate) async fn ack_completed(
     client: &reqwest::Client,
     ack_url: &str,
+    group: Option<&str>,
     messages: &[PoppedMessage],
 ) -> serde_json::Value {
     let acks: Vec<serde_json::Value> = messages
@@ -118,7 +120,7 @@ pub(crate) async fn ack_completed(
         .collect();
     let response = client
         .post(ack_url)
-        .json(&serde_json::json!({ "acknowledgments": acks }))
+        .json(&serde_json::json!({ "acknowledgments": acks, "consumerGroup": group }))
         .send()
         .await
         .expect("ack");
