@@ -16,7 +16,11 @@ const IDS: usize = 100_000;
 const PER_PUSH: usize = 2_000;
 
 /// Pushes the ids `range` (as `id-<n>`) in requests of [`PER_PUSH`].
-pub(crate) async fn push_ids(engine: &Engine, queue: &str, range: std::ops::Range<usize>) -> Vec<PushOutcome> {
+pub(crate) async fn push_ids(
+    engine: &Engine,
+    queue: &str,
+    range: std::ops::Range<usize>,
+) -> Vec<PushOutcome> {
     let mut out = Vec::with_capacity(range.len());
     let ids: Vec<usize> = range.collect();
     for chunk in ids.chunks(PER_PUSH) {
