@@ -19,6 +19,7 @@ pub(crate) fn storage_code(err: &StorageError) -> i16 {
         StorageError::CommitFailed | StorageError::ShuttingDown => ResponseError::RequestTimedOut,
         // Not retriable: the topic takes local produces only once fenced.
         StorageError::Mirrored(_) => ResponseError::PolicyViolation,
+        StorageError::Reserved(_) => ResponseError::InvalidTopicException,
         StorageError::Producer(ProducerError::OutOfOrderSequence { .. }) => {
             ResponseError::OutOfOrderSequenceNumber
         }

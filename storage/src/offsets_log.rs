@@ -44,6 +44,15 @@ pub const OFFSETS_PARTITIONS: i32 = 50;
 /// a longer one is `OFFSET_METADATA_TOO_LARGE`.
 pub const MAX_METADATA_BYTES: usize = 4096;
 
+/// The prefix of the names reserved for the broker's internal topics.
+pub const RESERVED_PREFIX: &str = "__";
+
+/// Whether `name` is reserved for the broker's internal topics: no client
+/// creates, writes, configures or deletes such a topic through either door.
+pub fn is_reserved(name: &str) -> bool {
+    name.starts_with(RESERVED_PREFIX)
+}
+
 /// Whether `topic` is one of the broker's internal topics, which clients
 /// may read but never write to, create or delete.
 pub fn is_internal(topic: &str) -> bool {

@@ -16,9 +16,10 @@ use std::ops::ControlFlow;
 
 use super::{CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK_SPAN};
 use crate::backend::Conn;
-use crate::error::Result;
+use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
 use crate::offsets::TopicOffset;
+use crate::offsets_log;
 use crate::record::Record;
 use crate::sealing::{seal_with, Sealer};
 use crate::sql::{consume, dead_letters, segments};
@@ -211,6 +212,10 @@ async fn partition(
         }
         return Ok(());
     };
+    // The broker's internal topics are written by the broker alone.
+    if offsets_log::is_reserved(&part.queue) {
+        return Err(StorageError::Reserved(part.queue));
+    }
     for &i in indexes {
         results[i].queue = Some(part.queue.clone());
         results[i].partition = Some(part.partition.clone());
