@@ -279,6 +279,24 @@ async fn alter_configs_replaces_the_whole_set(broker: &Broker) {
     assert!(message.contains("num.partitions"), "{message}");
     let (code, _) = alter_raw(&kafka, BROKER, &id, &[], false);
     assert_eq!(code, 0, "no change is fine");
+    // Among them the listeners, in Kafka's form.
+    let mut described = admin
+        .describe_configs(
+            &[ResourceSpecifier::Broker(id.parse().expect("id"))],
+            &AdminOptions::new(),
+        )
+        .await
+        .expect("describe the broker");
+    let entries = described.remove(0).expect("broker configs").entries;
+    let advertised = entries
+        .iter()
+        .find(|e| e.name == "advertised.listeners")
+        .expect("advertised.listeners is described");
+    assert_eq!(
+        advertised.value.as_deref(),
+        Some(format!("PLAINTEXT://{}", broker.kafka).as_str())
+    );
+    assert!(advertised.is_read_only);
 }
 
 const TOPIC: i8 = 2;

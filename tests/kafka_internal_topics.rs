@@ -174,6 +174,8 @@ support::broker_scenarios!(&[];
     the_offsets_topic_is_internal,
     double_underscore_names_are_reserved_for_the_broker,
     commit_metadata_past_kafkas_limit_is_refused,
+    native_acks_are_records_of_the_offsets_log,
+    the_http_door_reads_internal_topics_but_never_writes_them,
 );
 
 async fn commits_are_records_of_the_offsets_log_in_kafkas_schema(broker: &Broker) {
@@ -330,4 +332,166 @@ async fn commit_metadata_past_kafkas_limit_is_refused(broker: &Broker) {
     let log = tokio::task::block_in_place(|| read_log(broker, "scribes", 2));
     assert_eq!(log.len(), 1, "only the accepted commit is logged");
     assert_eq!((log[0].1 .0, log[0].1 .2.len()), (2, 4096));
+}
+
+async fn native_acks_are_records_of_the_offsets_log(broker: &Broker) {
+    let items: Vec<serde_json::Value> = (0..3)
+        .map(|i| serde_json::json!({"queue": "orders", "partition": "p", "payload": {"n": i}}))
+        .collect();
+    broker
+        .post("/api/v1/push", serde_json::json!({ "items": items }))
+        .await;
+    let before = now_ms();
+    let pop = broker
+        .get("/api/v1/pop/queue/orders?consumerGroup=billing&batch=2&wait=false")
+        .await;
+    let acks: Vec<serde_json::Value> = pop["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "transactionId": m["transactionId"],
+                "partitionId": m["partitionId"],
+                "leaseId": m["leaseId"],
+                "status": "completed",
+            })
+        })
+        .collect();
+    assert_eq!(acks.len(), 2, "{pop}");
+    let answer = broker
+        .post(
+            "/api/v1/ack/batch",
+            serde_json::json!({"acknowledgments": acks, "consumerGroup": "billing"}),
+        )
+        .await;
+    assert!(
+        answer
+            .as_array()
+            .expect("answers")
+            .iter()
+            .all(|a| a["success"] == true),
+        "{answer}"
+    );
+    let after = now_ms();
+    // The native group's new position, as a Kafka consumer of the log reads it.
+    let log = tokio::task::block_in_place(|| read_log(broker, "billing", 1));
+    assert_eq!(log.len(), 1, "{log:?}");
+    let ((group, topic, partition), (offset, epoch, metadata, time)) = &log[0];
+    assert_eq!(
+        (group.as_str(), topic.as_str(), *partition),
+        ("billing", "orders", 0)
+    );
+    assert_eq!((*offset, *epoch, metadata.as_str()), (2, -1, ""));
+    assert!((before..=after).contains(time), "commit time {time}");
+}
+
+/// Asserts an HTTP refusal of a reserved topic: 400 `reserved_topic`.
+fn assert_reserved(what: &str, (status, body): (reqwest::StatusCode, serde_json::Value)) {
+    assert_eq!(status, 400, "{what}: {body}");
+    assert_eq!(body["code"], "reserved_topic", "{what}: {body}");
+    let error = body["error"].as_str().unwrap_or_default();
+    assert!(error.contains("reserved"), "{what}: {body}");
+}
+
+async fn the_http_door_reads_internal_topics_but_never_writes_them(broker: &Broker) {
+    use serde_json::json;
+    // A named group's ack writes the log's first record.
+    broker
+        .post(
+            "/api/v1/push",
+            json!({"items": [{"queue": "orders", "payload": 1}]}),
+        )
+        .await;
+    let pop = broker
+        .get("/api/v1/pop/queue/orders?consumerGroup=billing&wait=false")
+        .await;
+    let m = &pop["messages"][0];
+    broker
+        .post(
+            "/api/v1/ack",
+            json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                   "leaseId": m["leaseId"], "consumerGroup": "billing"}),
+        )
+        .await;
+    let log_partition = partition_for("billing");
+
+    // Writes are refused, whatever the route, and change nothing.
+    for queue in [OFFSETS_TOPIC, "__other"] {
+        let push = json!({"items": [{"queue": queue, "partition": log_partition.to_string(), "payload": "forged"}]});
+        assert_reserved("push", broker.post_answer("/api/v1/push", push).await);
+        let configure = json!({"queue": queue, "options": {"leaseTime": 5}});
+        assert_reserved(
+            "configure",
+            broker.post_answer("/api/v1/configure", configure).await,
+        );
+        let deleted = reqwest::Client::new()
+            .delete(format!("{}/api/v1/resources/queues/{queue}", broker.http))
+            .send()
+            .await
+            .expect("DELETE");
+        let status = deleted.status();
+        let body: serde_json::Value = deleted.json().await.expect("JSON");
+        assert_reserved("delete", (status, body));
+        let txn =
+            json!({"operations": [{"type": "push", "items": [{"queue": queue, "payload": 1}]}]});
+        assert_reserved(
+            "transaction push",
+            broker.post_answer("/api/v1/transaction", txn).await,
+        );
+    }
+    let (status, _) = broker.get_answer("/api/v1/resources/queues/__other").await;
+    assert_eq!(status, 404, "no reserved queue was created");
+
+    // Reading is allowed, as Kafka allows it; acknowledging is a write.
+    let read = broker
+        .get(&format!(
+            "/api/v1/pop/queue/{OFFSETS_TOPIC}/partition/{log_partition}?consumerGroup=reader&wait=false"
+        ))
+        .await;
+    let record = &read["messages"][0];
+    assert_eq!(record["offset"], 0, "{read}");
+    let ack = json!({"transactionId": record["transactionId"], "partitionId": record["partitionId"],
+                     "leaseId": record["leaseId"], "consumerGroup": "reader"});
+    assert_reserved("ack", broker.post_answer("/api/v1/ack", ack.clone()).await);
+    let mut in_txn = ack;
+    in_txn["type"] = json!("ack");
+    let txn = json!({"operations": [
+        {"type": "push", "items": [{"queue": "audit", "payload": 1}]},
+        in_txn,
+    ]});
+    assert_reserved(
+        "transaction ack",
+        broker.post_answer("/api/v1/transaction", txn).await,
+    );
+    let (status, body) = broker
+        .get_answer("/api/v1/pop/queue/audit?wait=false")
+        .await;
+    assert_eq!(
+        status, 204,
+        "the transaction's push was rolled back: {body}"
+    );
+    let groups = broker.get("/api/v1/consumer-groups").await;
+    let reader = groups
+        .as_array()
+        .and_then(|list| list.iter().find(|g| g["name"] == "reader"))
+        .unwrap_or_else(|| panic!("the reader's position: {groups}"));
+    assert_eq!(
+        (&reader["queueName"], &reader["totalLag"]),
+        (&json!(OFFSETS_TOPIC), &json!(1)),
+        "the refused ack moved nothing: {reader}"
+    );
+
+    // The log holds the one record the broker wrote, and all 50 partitions.
+    let log = tokio::task::block_in_place(|| read_log(broker, "billing", 10));
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0].0 .1, "orders");
+    let topic = broker
+        .get(&format!("/api/v1/resources/queues/{OFFSETS_TOPIC}"))
+        .await;
+    assert_eq!(
+        topic["partitions"].as_array().map(Vec::len),
+        Some(OFFSETS_PARTITIONS as usize),
+        "{topic}"
+    );
 }

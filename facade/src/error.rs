@@ -24,6 +24,7 @@ pub(crate) fn storage_error(err: &StorageError) -> ResponseError {
         StorageError::CommitFailed | StorageError::ShuttingDown => ResponseError::RequestTimedOut,
         // Not retriable: the topic takes local produces only once fenced.
         StorageError::Mirrored(_) => ResponseError::PolicyViolation,
+        StorageError::Reserved(_) => ResponseError::InvalidTopicException,
         StorageError::Producer(ProducerError::OutOfOrderSequence { .. }) => {
             ResponseError::OutOfOrderSequenceNumber
         }

@@ -5,14 +5,10 @@
 //! name Kafka accepts is created through this door. Names starting with
 //! `__` are the broker's (its internal topics): no client creates one.
 
-/// The prefix of the names reserved for the broker's internal topics
-/// (`__consumer_offsets`): clients never create such a topic.
-pub(crate) const RESERVED_PREFIX: &str = "__";
-
 /// Whether clients may not create a topic of this name: it is reserved
 /// for the broker's internal topics.
 pub(crate) fn reserved(name: &str) -> bool {
-    name.starts_with(RESERVED_PREFIX)
+    storage::offsets_log::is_reserved(name)
 }
 
 /// The longest topic name Kafka accepts.

@@ -12,6 +12,7 @@ use super::error::ApiError;
 use super::lenient::{Loose, Object};
 use super::options::OptionsBody;
 use super::queues::options_json;
+use super::reserved;
 use super::AppState;
 
 /// The configure body: the queue, and its options under `options` or, as
@@ -41,6 +42,7 @@ pub(super) async fn configure(
     let Some(queue) = body.queue.valid() else {
         return Err(ApiError::BadRequest("queue is required".into()));
     };
+    reserved::refuse([queue.as_str()])?;
     let options = match body.options {
         Loose::Valid(Object(mut options)) => {
             if !body.top.namespace.is_none() {

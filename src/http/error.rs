@@ -118,6 +118,7 @@ impl ApiError {
                     (StatusCode::CONFLICT, "producer_refused")
                 }
                 StorageError::Mirrored(_) => (StatusCode::CONFLICT, "topic_mirrored"),
+                StorageError::Reserved(_) => (StatusCode::BAD_REQUEST, "reserved_topic"),
                 StorageError::OffsetOutOfRange { .. } => {
                     (StatusCode::BAD_REQUEST, "offset_out_of_range")
                 }

@@ -26,6 +26,7 @@ mod pop;
 mod push;
 mod queues;
 mod render;
+mod reserved;
 pub mod tls;
 mod transaction;
 

@@ -14,6 +14,7 @@ use super::authorize::{self, Allowed};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::render::compact_json;
+use super::reserved;
 use super::AppState;
 
 /// The JSON push body.
@@ -73,6 +74,7 @@ pub(super) async fn push(
         })
         .collect::<Result<Vec<_>, ApiError>>()?;
     let queues: Vec<String> = items.iter().map(|i| i.queue.clone()).collect();
+    reserved::refuse(queues.iter().map(String::as_str))?;
     authorize::require_push(&state, &access, &queues).await?;
     let outcomes = state.engine.push(items).await?;
     received(bytes, outcomes.len());

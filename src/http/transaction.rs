@@ -19,6 +19,7 @@ use super::body::JsonBody;
 use super::error::ApiError;
 use super::kv::{parse_ops, precondition_json, result_json, KvOps};
 use super::lenient::{self, Loose, Object, PartitionIdValue, StatusValue};
+use super::reserved;
 use super::AppState;
 
 /// A transaction bundle as clients send it. Its shape is checked after
@@ -92,6 +93,10 @@ pub(super) async fn transaction(
         Ok(parsed) => parsed,
         Err(error) => return Ok(Json(bad_request(id, &error))),
     };
+    reserved::refuse(request.operations.iter().filter_map(|op| match op {
+        TxnOp::Push(item) => Some(item.queue.as_str()),
+        TxnOp::Ack { .. } => None,
+    }))?;
     authorize(&state, &access, &request).await?;
     let producer_sub = producer_sub(&caller);
     for op in &mut request.operations {

@@ -63,6 +63,12 @@ pub enum StorageError {
     /// fenced: only the mirror writes to it.
     #[error("partition {0} belongs to a topic mirrored from a source cluster; fence the mirror before producing to it")]
     Mirrored(crate::model::PartitionId),
+    /// The topic's name is reserved for the broker's internal topics
+    /// ([`crate::offsets_log::is_reserved`]): clients read such a topic
+    /// but never write, create, configure or delete it, nor acknowledge
+    /// its messages.
+    #[error("topic {0:?} is reserved for the broker's internal topics (names starting with \"__\"): clients may read it but not write, configure, delete or acknowledge it")]
+    Reserved(String),
     /// The append could not be committed; the request can be retried.
     #[error("the write could not be committed; retry")]
     CommitFailed,

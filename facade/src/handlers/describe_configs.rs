@@ -190,7 +190,16 @@ fn dynamic_entry(c: &DescribedResourceConfig, detail: Detail) -> DescribeConfigs
 /// cannot be changed while it runs (so read-only).
 fn broker_configs(broker: &Broker, detail: Detail) -> Vec<DescribeConfigsResourceResult> {
     let c = &broker.config;
+    // Kafka's form, `NAME://host:port` per listener (admin tools and
+    // kafka-python's suite read it).
+    let advertised = c
+        .listeners
+        .iter()
+        .map(|l| format!("{}://{}:{}", l.name, l.advertised_host, l.advertised_port))
+        .collect::<Vec<_>>()
+        .join(",");
     [
+        ("advertised.listeners", advertised, ConfigType::List),
         (
             "auto.create.topics.enable",
             c.auto_create_topics.to_string(),

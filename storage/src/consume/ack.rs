@@ -16,8 +16,10 @@ use std::ops::ControlFlow;
 
 use super::{CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK_SPAN};
 use crate::backend::Conn;
-use crate::error::Result;
+use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
+use crate::offsets::TopicOffset;
+use crate::offsets_log;
 use crate::record::Record;
 use crate::sealing::{seal_with, Sealer};
 use crate::sql::{consume, dead_letters, segments};
@@ -115,24 +117,36 @@ impl AckResult {
     }
 }
 
+/// What a request's acks did.
+pub(crate) struct Applied {
+    /// One result per item, in order.
+    pub results: Vec<AckResult>,
+    /// The queues where a lease ended (their waiting pops are woken).
+    pub woken: Vec<String>,
+    /// The group's positions that moved, for the offsets log.
+    pub moved: Vec<TopicOffset>,
+}
+
 /// Runs a whole request: items grouped by partition, partitions in
-/// ascending id order. Returns one result per item and the queues where a
-/// lease ended (their waiting pops are woken).
+/// ascending id order.
 pub(crate) async fn run(
     tx: &mut Conn<'_>,
     sealer: &Sealer,
     group: &str,
     items: &[AckItem],
     now: i64,
-) -> Result<(Vec<AckResult>, Vec<String>)> {
+) -> Result<Applied> {
     let mut by_partition: BTreeMap<PartitionId, Vec<usize>> = BTreeMap::new();
     for (i, item) in items.iter().enumerate() {
         by_partition.entry(item.partition_id).or_default().push(i);
     }
-    let mut results = vec![AckResult::default(); items.len()];
-    let mut woken = Vec::new();
+    let mut applied = Applied {
+        results: vec![AckResult::default(); items.len()],
+        woken: Vec::new(),
+        moved: Vec::new(),
+    };
     for (partition_id, indexes) in by_partition {
-        if let Some(queue) = partition(
+        partition(
             tx,
             sealer,
             group,
@@ -140,16 +154,13 @@ pub(crate) async fn run(
             items,
             &indexes,
             now,
-            &mut results,
+            &mut applied,
         )
-        .await?
-        {
-            woken.push(queue);
-        }
+        .await?;
     }
-    woken.sort();
-    woken.dedup();
-    Ok((results, woken))
+    applied.woken.sort();
+    applied.woken.dedup();
+    Ok(applied)
 }
 
 /// How an item relates to the lease row.
@@ -172,7 +183,7 @@ struct Found {
     pending: Option<(i64, i64, Record)>,
 }
 
-/// Applies the items of one partition. Returns the queue name when a lease ended.
+/// Applies the items of one partition, recording what it did in `applied`.
 #[allow(clippy::too_many_arguments)]
 async fn partition(
     tx: &mut Conn<'_>,
@@ -182,8 +193,9 @@ async fn partition(
     items: &[AckItem],
     indexes: &[usize],
     now: i64,
-    results: &mut [AckResult],
-) -> Result<Option<String>> {
+    applied: &mut Applied,
+) -> Result<()> {
+    let results = &mut applied.results;
     let mut lease_row = None;
     let mut read = consume::partition(tx, partition_id, group).await?;
     if read.is_some() {
@@ -198,8 +210,12 @@ async fn partition(
         for &i in indexes {
             results[i].refusal = Some(AckRefusal::NoPartition(partition_id));
         }
-        return Ok(None);
+        return Ok(());
     };
+    // The broker's internal topics are written by the broker alone.
+    if offsets_log::is_reserved(&part.queue) {
+        return Err(StorageError::Reserved(part.queue));
+    }
     for &i in indexes {
         results[i].queue = Some(part.queue.clone());
         results[i].partition = Some(part.partition.clone());
@@ -403,6 +419,9 @@ async fn partition(
 
     if next != cursor || stored.is_none() {
         consume::save_cursor(tx, partition_id, group, next, now).await?;
+        if stored.map(|c| c.committed_offset) != Some(next.committed_offset) {
+            applied.moved.push(part.position(next.committed_offset));
+        }
     }
     if release {
         lease = if rest_until > now {
@@ -424,9 +443,9 @@ async fn partition(
                 results[i].lease_released = true;
             }
         }
-        return Ok(Some(part.queue));
+        applied.woken.push(part.queue);
     }
-    Ok(None)
+    Ok(())
 }
 
 /// Reads the segments of `[lo, hi)` until every wanted transaction id has

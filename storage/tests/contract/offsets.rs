@@ -1,9 +1,15 @@
 //! Committed offsets are one store for Kafka and native consumer groups.
 
 use storage::offsets::{CommittedOffset, TopicOffset};
-use storage::{AckStatus, Engine, PartitionId};
+use storage::offsets_log::{partition_for, OFFSETS_TOPIC};
+use storage::record::Content;
+use storage::{
+    AckItem, AckStatus, Engine, PartitionId, PopOutcome, PopRequest, TxnOp, TxnOutcome, TxnRequest,
+    QUEUE_MODE_GROUP,
+};
 
 use crate::consume::{ack, acks, pop, push_n, txns};
+use crate::push::json_item;
 use crate::support::Db;
 
 /// The id of the queue's first partition.
@@ -137,4 +143,165 @@ pub(crate) async fn commit_metadata_round_trips_byte_for_byte(db: &Db) {
         .expect("commit");
     let fetched = engine.committed_offsets("g").await.expect("fetch");
     assert_eq!(fetched[0].committed, commit);
+}
+
+/// The records of the offsets log partition holding `group`'s commits:
+/// (key, value) pairs.
+async fn log_of(engine: &Engine, group: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let partition = partition_for(group).to_string();
+    engine
+        .read(OFFSETS_TOPIC, &partition, 0, 1000)
+        .await
+        .expect("read the log")
+        .into_iter()
+        .map(|m| match m.record.content {
+            Content::Kafka(r) => (
+                r.key.expect("a key").to_vec(),
+                r.value.expect("a value").to_vec(),
+            ),
+            Content::Json(j) => panic!("a JSON record in the log: {j}"),
+        })
+        .collect()
+}
+
+/// The record a native position `(topic, partition) = offset` of `group`
+/// set at `at` is logged as, in Kafka's schema: OffsetCommitKey v1, then
+/// OffsetCommitValue v3 with no metadata and no leader epoch.
+fn native_commit(
+    group: &str,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    at: i64,
+) -> (Vec<u8>, Vec<u8>) {
+    let string = |s: &str| {
+        let mut b = (s.len() as i16).to_be_bytes().to_vec();
+        b.extend(s.as_bytes());
+        b
+    };
+    let mut key = 1i16.to_be_bytes().to_vec();
+    key.extend(string(group));
+    key.extend(string(topic));
+    key.extend(partition.to_be_bytes());
+    let mut value = 3i16.to_be_bytes().to_vec();
+    value.extend(offset.to_be_bytes());
+    value.extend((-1i32).to_be_bytes());
+    value.extend(string(""));
+    value.extend(at.to_be_bytes());
+    (key, value)
+}
+
+/// A pop of group "g" from one partition of queue "q".
+async fn pop_g(engine: &Engine, partition: &str, batch: usize, auto_ack: bool) -> PopOutcome {
+    let request = PopRequest {
+        group: "g".to_owned(),
+        partition: Some(partition.to_owned()),
+        auto_ack,
+        ..PopRequest::new("q", batch)
+    };
+    engine.pop(&request).await.expect("pop")
+}
+
+pub(crate) async fn native_position_moves_are_offsets_log_records(db: &Db) {
+    let engine = db.engine().await;
+    push_n(&engine, "q", "a", 0, 5).await; // Kafka partition 0
+    push_n(&engine, "q", "b", 0, 3).await; // Kafka partition 1
+    let mut want = Vec::new();
+
+    // An ack of a named group moves its position: one commit record.
+    let first = pop_g(&engine, "a", 3, false).await;
+    assert_eq!(first.messages.len(), 3);
+    db.clock.advance_ms(1_000);
+    let results = ack(&engine, "g", acks(&first, AckStatus::Completed)).await;
+    assert!(results.iter().all(|r| r.success()));
+    want.push(native_commit("g", "q", 0, 3, db.clock_now()));
+    assert_eq!(log_of(&engine, "g").await, want);
+
+    // What does not move the position logs nothing: a repeat of the ack,
+    // an ack naming a lease that is not live, a failure at the position
+    // (only its retry counter changes), and queue-mode consumption.
+    db.clock.advance_ms(1_000);
+    let repeat = ack(&engine, "g", acks(&first, AckStatus::Completed)).await;
+    assert!(repeat.iter().all(|r| r.noop));
+    let second = pop_g(&engine, "a", 2, false).await;
+    let forged: Vec<AckItem> = acks(&second, AckStatus::Completed)
+        .into_iter()
+        .map(|a| AckItem {
+            lease_id: Some("not-a-lease".to_owned()),
+            ..a
+        })
+        .collect();
+    let refused = ack(&engine, "g", forged).await;
+    assert!(refused.iter().all(|r| !r.success()));
+    let failed = ack(&engine, "g", acks(&second, AckStatus::Failed)[..1].to_vec()).await;
+    assert!(failed[0].success());
+    let queue_mode = engine.pop(&PopRequest::new("q", 5)).await.expect("pop");
+    let done = ack(
+        &engine,
+        QUEUE_MODE_GROUP,
+        acks(&queue_mode, AckStatus::Completed),
+    )
+    .await;
+    assert!(done.iter().all(|r| r.success()));
+    assert_eq!(log_of(&engine, "g").await, want, "nothing more logged");
+    assert_eq!(
+        log_of(&engine, QUEUE_MODE_GROUP).await.len(),
+        0,
+        "the queue-mode pseudo-group is no consumer group"
+    );
+
+    // A commit at delivery is an ack.
+    db.clock.advance_ms(1_000);
+    let auto = pop_g(&engine, "b", 2, true).await;
+    assert_eq!(auto.messages.len(), 2);
+    want.push(native_commit("g", "q", 1, 2, db.clock_now()));
+    assert_eq!(log_of(&engine, "g").await, want);
+
+    // An ack inside a native transaction, with a push to another queue.
+    db.clock.advance_ms(1_000);
+    let third = pop_g(&engine, "b", 1, false).await;
+    let message = &third.messages[0];
+    let outcome = engine
+        .transaction(TxnRequest {
+            operations: vec![
+                TxnOp::Push(json_item("out", "p", Some("t-1"), "{}")),
+                TxnOp::Ack {
+                    group: "g".to_owned(),
+                    item: AckItem {
+                        transaction_id: message.record.transaction_id(),
+                        partition_id: message.partition_id,
+                        status: AckStatus::Completed,
+                        error: None,
+                        lease_id: Some(message.lease_id.clone()),
+                    },
+                },
+            ],
+            ..TxnRequest::default()
+        })
+        .await
+        .expect("transaction");
+    assert!(matches!(outcome, TxnOutcome::Committed { .. }));
+    want.push(native_commit("g", "q", 1, 3, db.clock_now()));
+    assert_eq!(log_of(&engine, "g").await, want);
+
+    // A seek sets every partition of the queue.
+    db.clock.advance_ms(1_000);
+    assert_eq!(engine.seek("g", "q", None).await.expect("seek"), Some(2));
+    let at = db.clock_now();
+    let mut seeks = log_of(&engine, "g").await.split_off(want.len());
+    seeks.sort();
+    let mut expected = vec![
+        native_commit("g", "q", 0, 5, at),
+        native_commit("g", "q", 1, 3, at),
+    ];
+    expected.sort();
+    assert_eq!(seeks, expected);
+
+    // Kafka's view of the group agrees with the log's last records.
+    let committed = engine.committed_offsets("g").await.expect("fetch");
+    let offsets: Vec<(i32, i64)> = committed
+        .iter()
+        .map(|c| (c.partition, c.committed.offset))
+        .collect();
+    assert_eq!(offsets, [(0, 5), (1, 3)]);
 }
