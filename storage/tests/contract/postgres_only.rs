@@ -94,7 +94,7 @@ async fn retention_vacuums_what_it_deleted_when_autovacuum_is_off() {
     assert_eq!(left, 0);
 }
 
-/// A sealed run's pages stay in their heap rows (migration 0025 and
+/// A sealed run's pages stay in their heap rows (migration 0023 and
 /// `run::PAGE_ENTRIES`): a "maybe" lookup then reads one heap tuple rather
 /// than a TOAST index entry and four chunks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
