@@ -4,7 +4,7 @@ use storage::offsets::{CommittedOffset, TopicOffset};
 use storage::offsets_log::{partition_for, OFFSETS_TOPIC};
 use storage::record::Content;
 use storage::{
-    AckItem, AckStatus, Engine, PartitionId, PopOutcome, PopRequest, TxnOp, TxnOutcome, TxnRequest,
+    AckItem, AckStatus, Engine, PartitionId, PopRequest, TxnOp, TxnOutcome, TxnRequest,
     QUEUE_MODE_GROUP,
 };
 
@@ -191,17 +191,6 @@ fn native_commit(
     (key, value)
 }
 
-/// A pop of group "g" from one partition of queue "q".
-async fn pop_g(engine: &Engine, partition: &str, batch: usize, auto_ack: bool) -> PopOutcome {
-    let request = PopRequest {
-        group: "g".to_owned(),
-        partition: Some(partition.to_owned()),
-        auto_ack,
-        ..PopRequest::new("q", batch)
-    };
-    engine.pop(&request).await.expect("pop")
-}
-
 pub(crate) async fn native_position_moves_are_offsets_log_records(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "q", "a", 0, 5).await; // Kafka partition 0
@@ -209,7 +198,14 @@ pub(crate) async fn native_position_moves_are_offsets_log_records(db: &Db) {
     let mut want = Vec::new();
 
     // An ack of a named group moves its position: one commit record.
-    let first = pop_g(&engine, "a", 3, false).await;
+    let first = engine
+        .pop(&PopRequest {
+            group: "g".to_owned(),
+            partition: Some("a".to_owned()),
+            ..PopRequest::new("q", 3)
+        })
+        .await
+        .expect("pop");
     assert_eq!(first.messages.len(), 3);
     db.clock.advance_ms(1_000);
     let results = ack(&engine, "g", acks(&first, AckStatus::Completed)).await;
@@ -223,7 +219,14 @@ pub(crate) async fn native_position_moves_are_offsets_log_records(db: &Db) {
     db.clock.advance_ms(1_000);
     let repeat = ack(&engine, "g", acks(&first, AckStatus::Completed)).await;
     assert!(repeat.iter().all(|r| r.noop));
-    let second = pop_g(&engine, "a", 2, false).await;
+    let second = engine
+        .pop(&PopRequest {
+            group: "g".to_owned(),
+            partition: Some("a".to_owned()),
+            ..PopRequest::new("q", 2)
+        })
+        .await
+        .expect("pop");
     let forged: Vec<AckItem> = acks(&second, AckStatus::Completed)
         .into_iter()
         .map(|a| AckItem {
@@ -252,14 +255,29 @@ pub(crate) async fn native_position_moves_are_offsets_log_records(db: &Db) {
 
     // A commit at delivery is an ack.
     db.clock.advance_ms(1_000);
-    let auto = pop_g(&engine, "b", 2, true).await;
+    let auto = engine
+        .pop(&PopRequest {
+            group: "g".to_owned(),
+            partition: Some("b".to_owned()),
+            auto_ack: true,
+            ..PopRequest::new("q", 2)
+        })
+        .await
+        .expect("pop");
     assert_eq!(auto.messages.len(), 2);
     want.push(native_commit("g", "q", 1, 2, db.clock_now()));
     assert_eq!(log_of(&engine, "g").await, want);
 
     // An ack inside a native transaction, with a push to another queue.
     db.clock.advance_ms(1_000);
-    let third = pop_g(&engine, "b", 1, false).await;
+    let third = engine
+        .pop(&PopRequest {
+            group: "g".to_owned(),
+            partition: Some("b".to_owned()),
+            ..PopRequest::new("q", 1)
+        })
+        .await
+        .expect("pop");
     let message = &third.messages[0];
     let outcome = engine
         .transaction(TxnRequest {
