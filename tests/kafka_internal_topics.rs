@@ -174,7 +174,6 @@ support::broker_scenarios!(&[];
     the_offsets_topic_is_internal,
     double_underscore_names_are_reserved_for_the_broker,
     commit_metadata_past_kafkas_limit_is_refused,
-    native_acks_are_records_of_the_offsets_log,
     the_http_door_reads_internal_topics_but_never_writes_them,
 );
 
@@ -334,58 +333,6 @@ async fn commit_metadata_past_kafkas_limit_is_refused(broker: &Broker) {
     assert_eq!((log[0].1 .0, log[0].1 .2.len()), (2, 4096));
 }
 
-async fn native_acks_are_records_of_the_offsets_log(broker: &Broker) {
-    let items: Vec<serde_json::Value> = (0..3)
-        .map(|i| serde_json::json!({"queue": "orders", "partition": "p", "payload": {"n": i}}))
-        .collect();
-    broker
-        .post("/api/v1/push", serde_json::json!({ "items": items }))
-        .await;
-    let before = now_ms();
-    let pop = broker
-        .get("/api/v1/pop/queue/orders?consumerGroup=billing&batch=2&wait=false")
-        .await;
-    let acks: Vec<serde_json::Value> = pop["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .map(|m| {
-            serde_json::json!({
-                "transactionId": m["transactionId"],
-                "partitionId": m["partitionId"],
-                "leaseId": m["leaseId"],
-                "status": "completed",
-            })
-        })
-        .collect();
-    assert_eq!(acks.len(), 2, "{pop}");
-    let answer = broker
-        .post(
-            "/api/v1/ack/batch",
-            serde_json::json!({"acknowledgments": acks, "consumerGroup": "billing"}),
-        )
-        .await;
-    assert!(
-        answer
-            .as_array()
-            .expect("answers")
-            .iter()
-            .all(|a| a["success"] == true),
-        "{answer}"
-    );
-    let after = now_ms();
-    // The native group's new position, as a Kafka consumer of the log reads it.
-    let log = tokio::task::block_in_place(|| read_log(broker, "billing", 1));
-    assert_eq!(log.len(), 1, "{log:?}");
-    let ((group, topic, partition), (offset, epoch, metadata, time)) = &log[0];
-    assert_eq!(
-        (group.as_str(), topic.as_str(), *partition),
-        ("billing", "orders", 0)
-    );
-    assert_eq!((*offset, *epoch, metadata.as_str()), (2, -1, ""));
-    assert!((before..=after).contains(time), "commit time {time}");
-}
-
 /// Asserts an HTTP refusal of a reserved topic: 400 `reserved_topic`.
 fn assert_reserved(what: &str, (status, body): (reqwest::StatusCode, serde_json::Value)) {
     assert_eq!(status, 400, "{what}: {body}");
@@ -396,24 +343,15 @@ fn assert_reserved(what: &str, (status, body): (reqwest::StatusCode, serde_json:
 
 async fn the_http_door_reads_internal_topics_but_never_writes_them(broker: &Broker) {
     use serde_json::json;
-    // A named group's ack writes the log's first record.
+    // A Kafka commit writes the log's first record.
     broker
         .post(
             "/api/v1/push",
             json!({"items": [{"queue": "orders", "payload": 1}]}),
         )
         .await;
-    let pop = broker
-        .get("/api/v1/pop/queue/orders?consumerGroup=billing&wait=false")
-        .await;
-    let m = &pop["messages"][0];
-    broker
-        .post(
-            "/api/v1/ack",
-            json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
-                   "leaseId": m["leaseId"], "consumerGroup": "billing"}),
-        )
-        .await;
+    tokio::task::block_in_place(|| commit(broker, "billing", &[("orders", 0, 1, "")]))
+        .expect("commit");
     let log_partition = partition_for("billing");
 
     // Writes are refused, whatever the route, and change nothing.

@@ -8,26 +8,21 @@
 //! positions, under the offsets partition's row lock like any append: its
 //! order in the log is the commits' order across brokers, and a commit
 //! never stands without its record nor the record without its commit.
-//! Reading the log is then an ordinary Fetch. A named native group's
-//! position is the same position, so when an ack, an `autoAck` pop or a
-//! seek moves it, the move is logged the same way (metadata "", leader
-//! epoch -1), once per request and log partition; the queue-mode
-//! pseudo-group is no consumer group and is not logged.
+//! Reading the log is then an ordinary Fetch. Native acks move positions
+//! without a record: they are far more frequent than Kafka commits, and
+//! their positions are in `GET /api/v1/consumer-groups` and the metrics.
 //!
 //! Like Kafka's, the topic is compacted (`cleanup.policy=compact`): the
 //! last commit of each (group, topic, partition) stays. A group goes to
 //! partition `abs(javaHash(group)) % 50`, as Kafka places it.
 
-use std::collections::BTreeMap;
-
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::append::{append, AppendJob, Indexes, JobOutcome};
 use crate::backend::Conn;
-use crate::consume::QUEUE_MODE_GROUP;
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
-use crate::offsets::{CommittedOffset, TopicOffset};
+use crate::offsets::CommittedOffset;
 use crate::options::QueueOptions;
 use crate::record::{Content, KafkaRecord, Record};
 use crate::topic_configs::CLEANUP_POLICY;
@@ -57,20 +52,6 @@ pub fn is_reserved(name: &str) -> bool {
 /// may read but never write to, create or delete.
 pub fn is_internal(topic: &str) -> bool {
     topic == OFFSETS_TOPIC
-}
-
-/// Whether moves of `group`'s native positions are logged: every named
-/// group's; the queue-mode pseudo-group is not a consumer group.
-pub(crate) fn logs_group(group: &str) -> bool {
-    group != QUEUE_MODE_GROUP
-}
-
-/// `positions` of `group`, paired as [`Engine::log_positions`] takes them.
-pub(crate) fn of_group(group: &str, positions: Vec<TopicOffset>) -> Vec<(String, TopicOffset)> {
-    positions
-        .into_iter()
-        .map(|position| (group.to_owned(), position))
-        .collect()
 }
 
 /// The partition of [`OFFSETS_TOPIC`] a group's commits go to: Kafka's
@@ -159,14 +140,6 @@ pub(crate) enum Logged {
     PartitionGone,
 }
 
-/// What [`Engine::log_positions`] wrote: the dedup indexes it took and the
-/// log partitions it appended to.
-#[derive(Default)]
-pub(crate) struct LogWrite {
-    pub indexes: Indexes,
-    pub partitions: Vec<PartitionId>,
-}
-
 impl Engine {
     /// The id of the offsets topic's partition for `group`, creating the
     /// topic (compacted, [`OFFSETS_PARTITIONS`] partitions) if missing.
@@ -203,8 +176,8 @@ impl Engine {
         Ok(())
     }
 
-    /// Appends `entries` to the offsets partition `partition_id` inside
-    /// `conn`; every entry's group must belong there.
+    /// Appends `entries` (all of one group) to the offsets partition
+    /// `partition_id` inside `conn`.
     pub(crate) async fn log_commits(
         &self,
         conn: &mut Conn<'_>,
@@ -234,49 +207,6 @@ impl Engine {
         }
     }
 
-    /// Appends `moved` ((group, position) pairs) to the offsets log inside
-    /// `conn`: one append per log partition, in ascending id order, so
-    /// transactions logging several groups lock those partitions in one
-    /// order. A group whose log partition does not exist (the topic never
-    /// created, or deleted meanwhile) is left out of the log.
-    pub(crate) async fn log_positions(
-        &self,
-        conn: &mut Conn<'_>,
-        moved: &[(String, TopicOffset)],
-        now: i64,
-    ) -> Result<LogWrite> {
-        let mut by_partition: BTreeMap<PartitionId, Vec<OffsetCommitEntry>> = BTreeMap::new();
-        for (group, position) in moved {
-            let Some(log) = self
-                .kafka_partition(OFFSETS_TOPIC, partition_for(group))
-                .await?
-            else {
-                continue;
-            };
-            by_partition
-                .entry(log)
-                .or_default()
-                .push(OffsetCommitEntry {
-                    group,
-                    topic: &position.topic,
-                    partition: position.partition,
-                    committed: &position.committed,
-                    commit_timestamp_ms: now,
-                });
-        }
-        let mut written = LogWrite::default();
-        for (log, entries) in by_partition {
-            match self.log_commits(conn, log, &entries, now).await? {
-                Logged::Done(indexes) => {
-                    written.indexes.extend(indexes);
-                    written.partitions.push(log);
-                }
-                Logged::PartitionGone => self.inner.partitions.forget_queue(OFFSETS_TOPIC),
-            }
-        }
-        Ok(written)
-    }
-
     /// After a transaction that logged commits committed: gives the dedup
     /// indexes back and wakes the offsets topic's readers.
     pub(crate) fn after_logging(&self, indexes: Indexes) {
@@ -284,13 +214,6 @@ impl Engine {
             self.inner.dedup.put(partition_id, index);
         }
         self.announce(OFFSETS_TOPIC);
-    }
-
-    /// [`Self::after_logging`] for a [`LogWrite`], when it wrote anything.
-    pub(crate) fn after_log_write(&self, written: LogWrite) {
-        if !written.partitions.is_empty() {
-            self.after_logging(written.indexes);
-        }
     }
 }
 

@@ -19,8 +19,6 @@ use crate::dedup::DedupCache;
 use crate::error::{Result, StorageError};
 use crate::kv::{self, KvOutcome, KvPreconditionFailed, KvRequest, KvResult, Surface};
 use crate::model::{PushItem, PushOutcome, PushStatus};
-use crate::offsets::TopicOffset;
-use crate::offsets_log;
 use crate::sealing::Sealer;
 use crate::Engine;
 
@@ -125,8 +123,6 @@ pub(crate) struct Ran {
     pub indexes: Indexes,
     /// Queues where a lease ended (their long polls are woken after commit).
     pub woken: Vec<String>,
-    /// The named groups' positions the acks moved, for the offsets log.
-    pub moved: Vec<(String, TopicOffset)>,
 }
 
 /// Runs a plan inside `tx` at `now`. The caller commits when the outcome is
@@ -144,7 +140,6 @@ async fn run(
             outcome: TxnOutcome::RolledBack(rollback),
             indexes,
             woken: Vec::new(),
-            moved: Vec::new(),
         })
     };
 
@@ -197,11 +192,10 @@ async fn run(
 
     // Then acks, group by group, with the ordinary ack logic.
     let mut woken = Vec::new();
-    let mut moved = Vec::new();
     for (group, acks) in &plan.acks {
         let items: Vec<AckItem> = acks.iter().map(|(_, item)| item.clone()).collect();
-        let applied = ack::run(tx, sealer, group, &items, now).await?;
-        for ((op, item), answer) in acks.iter().zip(applied.results) {
+        let (answers, released) = ack::run(tx, sealer, group, &items, now).await?;
+        for ((op, item), answer) in acks.iter().zip(answers) {
             let detail = match (&answer.refusal, answer.noop) {
                 (Some(refusal), _) => Some(refusal.to_string()),
                 // A repeat of an applied ack changes nothing, which inside a
@@ -221,10 +215,7 @@ async fn run(
             }
             results[*op] = Some(TxnOpResult::Ack(answer));
         }
-        woken.extend(applied.woken);
-        if offsets_log::logs_group(group) {
-            moved.extend(offsets_log::of_group(group, applied.moved));
-        }
+        woken.extend(released);
     }
 
     // KV last: its preconditions are judged after the pushes' dedup.
@@ -245,7 +236,6 @@ async fn run(
         outcome: TxnOutcome::Committed { operations, kv },
         indexes,
         woken,
-        moved,
     })
 }
 
@@ -255,19 +245,13 @@ impl Engine {
     /// returns the queues where a lease ended.
     async fn run_plan(&self, plan: &TxnPlan, now: i64) -> Result<(TxnOutcome, Vec<String>)> {
         let cache = &self.inner.dedup;
-        if plan.acks.keys().any(|group| offsets_log::logs_group(group)) {
-            self.ensure_offsets_topic_cached().await?;
-        }
         let mut tx = self.inner.store.begin_write().await?;
         let ran = run(&mut tx.conn(), plan, now, cache, &self.inner.sealer).await?;
         if matches!(ran.outcome, TxnOutcome::Committed { .. }) {
-            // The offsets log last: its partition lock is the last one taken.
-            let log = self.log_positions(&mut tx.conn(), &ran.moved, now).await?;
             tx.commit().await?;
             for (partition_id, index) in ran.indexes {
                 cache.put(partition_id, index);
             }
-            self.after_log_write(log);
         } else {
             tx.rollback().await?;
         }

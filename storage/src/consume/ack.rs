@@ -18,7 +18,6 @@ use super::{CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK
 use crate::backend::Conn;
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
-use crate::offsets::TopicOffset;
 use crate::offsets_log;
 use crate::record::Record;
 use crate::sealing::{seal_with, Sealer};
@@ -117,36 +116,24 @@ impl AckResult {
     }
 }
 
-/// What a request's acks did.
-pub(crate) struct Applied {
-    /// One result per item, in order.
-    pub results: Vec<AckResult>,
-    /// The queues where a lease ended (their waiting pops are woken).
-    pub woken: Vec<String>,
-    /// The group's positions that moved, for the offsets log.
-    pub moved: Vec<TopicOffset>,
-}
-
 /// Runs a whole request: items grouped by partition, partitions in
-/// ascending id order.
+/// ascending id order. Returns one result per item and the queues where a
+/// lease ended (their waiting pops are woken).
 pub(crate) async fn run(
     tx: &mut Conn<'_>,
     sealer: &Sealer,
     group: &str,
     items: &[AckItem],
     now: i64,
-) -> Result<Applied> {
+) -> Result<(Vec<AckResult>, Vec<String>)> {
     let mut by_partition: BTreeMap<PartitionId, Vec<usize>> = BTreeMap::new();
     for (i, item) in items.iter().enumerate() {
         by_partition.entry(item.partition_id).or_default().push(i);
     }
-    let mut applied = Applied {
-        results: vec![AckResult::default(); items.len()],
-        woken: Vec::new(),
-        moved: Vec::new(),
-    };
+    let mut results = vec![AckResult::default(); items.len()];
+    let mut woken = Vec::new();
     for (partition_id, indexes) in by_partition {
-        partition(
+        if let Some(queue) = partition(
             tx,
             sealer,
             group,
@@ -154,13 +141,16 @@ pub(crate) async fn run(
             items,
             &indexes,
             now,
-            &mut applied,
+            &mut results,
         )
-        .await?;
+        .await?
+        {
+            woken.push(queue);
+        }
     }
-    applied.woken.sort();
-    applied.woken.dedup();
-    Ok(applied)
+    woken.sort();
+    woken.dedup();
+    Ok((results, woken))
 }
 
 /// How an item relates to the lease row.
@@ -183,7 +173,7 @@ struct Found {
     pending: Option<(i64, i64, Record)>,
 }
 
-/// Applies the items of one partition, recording what it did in `applied`.
+/// Applies the items of one partition. Returns the queue name when a lease ended.
 #[allow(clippy::too_many_arguments)]
 async fn partition(
     tx: &mut Conn<'_>,
@@ -193,9 +183,8 @@ async fn partition(
     items: &[AckItem],
     indexes: &[usize],
     now: i64,
-    applied: &mut Applied,
-) -> Result<()> {
-    let results = &mut applied.results;
+    results: &mut [AckResult],
+) -> Result<Option<String>> {
     let mut lease_row = None;
     let mut read = consume::partition(tx, partition_id, group).await?;
     if read.is_some() {
@@ -210,7 +199,7 @@ async fn partition(
         for &i in indexes {
             results[i].refusal = Some(AckRefusal::NoPartition(partition_id));
         }
-        return Ok(());
+        return Ok(None);
     };
     // The broker's internal topics are written by the broker alone.
     if offsets_log::is_reserved(&part.queue) {
@@ -419,9 +408,6 @@ async fn partition(
 
     if next != cursor || stored.is_none() {
         consume::save_cursor(tx, partition_id, group, next, now).await?;
-        if stored.map(|c| c.committed_offset) != Some(next.committed_offset) {
-            applied.moved.push(part.position(next.committed_offset));
-        }
     }
     if release {
         lease = if rest_until > now {
@@ -443,9 +429,9 @@ async fn partition(
                 results[i].lease_released = true;
             }
         }
-        applied.woken.push(part.queue);
+        return Ok(Some(part.queue));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Reads the segments of `[lo, hi)` until every wanted transaction id has

@@ -10,7 +10,6 @@ use crate::append::txn_hash;
 use crate::error::Result;
 use crate::model::PartitionId;
 use crate::model::QueueInfo;
-use crate::offsets_log;
 use crate::record::Record;
 use crate::sql;
 use crate::Engine;
@@ -169,26 +168,12 @@ impl Engine {
     /// ends its leases there. `None` when the queue does not exist.
     pub async fn seek(&self, group: &str, queue: &str, at: Option<i64>) -> Result<Option<u64>> {
         validate_group(group)?;
-        let logged = offsets_log::logs_group(group);
-        if logged {
-            self.ensure_offsets_topic_cached().await?;
-        }
         let now = self.inner.clock.now_ms();
-        let mut tx = self.inner.store.begin_write().await?;
-        let Some(set) = sql::groups::seek(&mut tx.conn(), group, queue, at, now).await? else {
-            return Ok(None);
-        };
-        let updated = set.len() as u64;
-        let log = if logged {
-            let moved = offsets_log::of_group(group, set);
-            self.log_positions(&mut tx.conn(), &moved, now).await?
-        } else {
-            offsets_log::LogWrite::default()
-        };
-        tx.commit().await?;
-        self.after_log_write(log);
-        self.announce(queue);
-        Ok(Some(updated))
+        let updated = sql::groups::seek(&self.inner.store, group, queue, at, now).await?;
+        if updated.is_some() {
+            self.announce(queue);
+        }
+        Ok(updated)
     }
 
     /// Rewrites the start time of a group's subscriptions (partitions it

@@ -40,8 +40,6 @@ use std::time::Duration;
 
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
-use crate::offsets::{CommittedOffset, TopicOffset};
-use crate::offsets_log;
 use crate::options::QueueOptions;
 use crate::record::Record;
 use crate::Engine;
@@ -213,29 +211,11 @@ pub(crate) struct PartitionState {
     pub queue_id: i64,
     pub queue: String,
     pub partition: String,
-    /// The partition's index as Kafka names it (the offsets log's key).
-    pub kafka_index: i32,
     pub next_offset: i64,
     pub log_start: i64,
     /// Where a read stops: the first record of an open Kafka transaction.
     pub last_stable: i64,
     pub options: QueueOptions,
-}
-
-impl PartitionState {
-    /// A native position on this partition as Kafka sees it (no metadata,
-    /// no leader epoch), for the offsets log.
-    pub(crate) fn position(&self, committed_offset: i64) -> TopicOffset {
-        TopicOffset {
-            topic: self.queue.clone(),
-            partition: self.kafka_index,
-            committed: CommittedOffset {
-                offset: committed_offset,
-                metadata: None,
-                leader_epoch: None,
-            },
-        }
-    }
 }
 
 /// The stored position of a group on a partition.
@@ -334,27 +314,17 @@ impl Engine {
     /// and dead-lettering, `retry`, `dlq`.
     pub async fn ack(&self, group: &str, items: Vec<AckItem>) -> Result<Vec<AckResult>> {
         validate_group(group)?;
-        let logged = offsets_log::logs_group(group);
-        if logged {
-            self.ensure_offsets_topic_cached().await?;
-        }
         let now = self.inner.clock.now_ms();
         // One write transaction, partitions in ascending id order (so
-        // concurrent requests never deadlock); the offsets log last.
+        // concurrent requests never deadlock).
         let mut tx = self.inner.store.begin_write().await?;
-        let applied = ack::run(&mut tx.conn(), &self.inner.sealer, group, &items, now).await?;
-        let log = if logged {
-            let moved = offsets_log::of_group(group, applied.moved);
-            self.log_positions(&mut tx.conn(), &moved, now).await?
-        } else {
-            offsets_log::LogWrite::default()
-        };
+        let (results, woken) =
+            ack::run(&mut tx.conn(), &self.inner.sealer, group, &items, now).await?;
         tx.commit().await?;
-        self.after_log_write(log);
-        for queue in applied.woken {
+        for queue in woken {
             self.inner.consume.wake.announce(&queue);
         }
-        Ok(applied.results)
+        Ok(results)
     }
 
     /// Extends every live lease held under `lease_id` to at least

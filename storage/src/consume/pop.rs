@@ -20,8 +20,6 @@ use super::{
 use crate::backend::Conn;
 use crate::error::Result;
 use crate::model::PartitionId;
-use crate::offsets::TopicOffset;
-use crate::offsets_log;
 use crate::options::QueueOptions;
 use crate::sealing::Sealer;
 use crate::sql::{consume, segments};
@@ -252,22 +250,9 @@ async fn attempt(
         now,
         sealer: &engine.inner.sealer,
     };
-    // A commit at delivery is an ack: logged like one.
-    let logged = request.auto_ack && offsets_log::logs_group(&request.group);
-    if logged {
-        engine.ensure_offsets_topic_cached().await?;
-    }
     let mut tx = store.begin_write().await?;
-    let mut moved = Vec::new();
-    let outcome = run(&mut tx.conn(), &job, &mut moved).await?;
-    let log = if logged {
-        let moved = offsets_log::of_group(&request.group, moved);
-        engine.log_positions(&mut tx.conn(), &moved, now).await?
-    } else {
-        offsets_log::LogWrite::default()
-    };
+    let outcome = run(&mut tx.conn(), &job).await?;
     tx.commit().await?;
-    engine.after_log_write(log);
     let recheck = (outcome.messages.is_empty() && timed).then_some(RECHECK);
     Ok((outcome, recheck))
 }
@@ -295,13 +280,8 @@ async fn register(
 }
 
 /// The pop transaction: claims candidates in order until `max_partitions`
-/// of them delivered something or the batch is full. A commit at delivery
-/// adds the positions it moved to `moved`.
-pub(crate) async fn run(
-    tx: &mut Conn<'_>,
-    job: &PopJob<'_>,
-    moved: &mut Vec<TopicOffset>,
-) -> Result<PopOutcome> {
+/// of them delivered something or the batch is full.
+pub(crate) async fn run(tx: &mut Conn<'_>, job: &PopJob<'_>) -> Result<PopOutcome> {
     let mut outcome = PopOutcome::default();
     for &partition_id in &job.candidates {
         let budget = job.batch.saturating_sub(outcome.messages.len());
@@ -324,7 +304,7 @@ pub(crate) async fn run(
         else {
             continue; // another consumer of the group holds it
         };
-        let delivered = deliver(tx, job, partition_id, lease, expires_at, budget, moved).await?;
+        let delivered = deliver(tx, job, partition_id, lease, expires_at, budget).await?;
         if !delivered.is_empty() {
             outcome.partitions_claimed += 1;
             outcome.messages.extend(delivered);
@@ -346,7 +326,6 @@ async fn deliver(
     lease: LeaseRow,
     expires_at: i64,
     budget: usize,
-    moved_to: &mut Vec<TopicOffset>,
 ) -> Result<Vec<PoppedMessage>> {
     let Some((part, stored)) = consume::partition(tx, partition_id, job.group).await? else {
         return Ok(Vec::new()); // deleted since it was listed
@@ -481,7 +460,6 @@ async fn deliver(
             retry_count: 0,
         };
         consume::save_cursor(tx, partition_id, job.group, committed, job.now).await?;
-        moved_to.push(part.position(next));
     } else if moved {
         consume::save_cursor(tx, partition_id, job.group, cursor, job.now).await?;
     }

@@ -26,7 +26,6 @@ struct PartitionCursorRow {
     queue_id: i64,
     queue: String,
     partition: String,
-    kafka_index: i32,
     next_offset: i64,
     log_start: i64,
     last_stable: i64,
@@ -115,7 +114,7 @@ pub(crate) async fn partition(
     group: &str,
 ) -> Result<Option<(PartitionState, Option<CursorRow>)>> {
     let row: Option<PartitionCursorRow> = on_db!(conn, c => sqlx::query_as(&format!(
-        "SELECT q.id AS queue_id, q.name AS queue, p.name AS partition, p.kafka_index, p.next_offset, \
+        "SELECT q.id AS queue_id, q.name AS queue, p.name AS partition, p.next_offset, \
          p.log_start, {LAST_STABLE} AS last_stable, q.options, c.committed_offset, c.retry_count \
          FROM partitions p JOIN queues q ON q.id = p.queue_id \
          LEFT JOIN consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $2 \
@@ -130,7 +129,6 @@ pub(crate) async fn partition(
             queue_id: r.queue_id,
             queue: r.queue,
             partition: r.partition,
-            kafka_index: r.kafka_index,
             next_offset: r.next_offset,
             log_start: r.log_start,
             last_stable: r.last_stable,

@@ -1,11 +1,10 @@
 //! Consumer groups as a whole: their positions with lag, their
 //! subscriptions, and the admin operations (delete, seek, restart).
 
-use crate::backend::{on_db, Conn, Store};
+use crate::backend::{on_db, Store};
 use crate::consume::{GroupPosition, Subscription};
 use crate::error::Result;
 use crate::model::PartitionId;
-use crate::offsets::{CommittedOffset, TopicOffset};
 
 /// A position row as [`positions`] selects it.
 #[derive(sqlx::FromRow)]
@@ -159,25 +158,26 @@ pub(crate) async fn delete(
 
 /// Moves the group's position on every partition of the queue to the end
 /// (`at` = `None`) or to the first message created at or after `at`, and
-/// ends its leases there, inside `conn`. `None` when the queue does not
-/// exist; otherwise the positions set.
+/// ends its leases there. `None` when the queue does not exist; otherwise
+/// the partitions updated.
 pub(crate) async fn seek(
-    conn: &mut Conn<'_>,
+    store: &Store,
     group: &str,
     queue: &str,
     at: Option<i64>,
     now: i64,
-) -> Result<Option<Vec<TopicOffset>>> {
+) -> Result<Option<u64>> {
     let target = if at.is_some() {
         "COALESCE((SELECT s.base_offset FROM segments s WHERE s.partition_id = p.id \
          AND s.created_at >= $4 ORDER BY s.created_at, s.base_offset LIMIT 1), p.next_offset)"
     } else {
         "p.next_offset"
     };
-    let set: Option<Vec<(i32, i64)>> = on_db!(conn, c => {
+    let mut tx = store.begin_write().await?;
+    let updated = on_db!(tx.conn(), c => {
         let queue_id: Option<i64> = sqlx::query_scalar("SELECT id FROM queues WHERE name = $1")
             .bind(queue)
-            .fetch_optional(&mut **c)
+            .fetch_optional(&mut *c)
             .await?;
         let Some(queue_id) = queue_id else { return Ok(None) };
         // Leases before positions: the order pops and acks lock them in.
@@ -187,38 +187,26 @@ pub(crate) async fn seek(
         )
         .bind(queue_id)
         .bind(group)
-        .execute(&mut **c)
+        .execute(&mut *c)
         .await?;
-        let set = sqlx::query_as(&format!(
+        sqlx::query(&format!(
             "INSERT INTO consumer_cursors \
              (partition_id, consumer_group, committed_offset, retry_count, created_at, updated_at) \
              SELECT p.id, $2, {target}, 0, $3, $3 FROM partitions p WHERE p.queue_id = $1 \
              ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
              committed_offset = excluded.committed_offset, retry_count = 0, metadata = NULL, \
-             leader_epoch = NULL, updated_at = excluded.updated_at \
-             RETURNING (SELECT kafka_index FROM partitions WHERE id = partition_id), committed_offset"
+             leader_epoch = NULL, updated_at = excluded.updated_at"
         ))
         .bind(queue_id)
         .bind(group)
         .bind(now)
         .bind(at.unwrap_or(0))
-        .fetch_all(&mut **c)
-        .await?;
-        Some(set)
+        .execute(&mut *c)
+        .await?
+        .rows_affected()
     });
-    Ok(set.map(|set| {
-        set.into_iter()
-            .map(|(partition, offset)| TopicOffset {
-                topic: queue.to_owned(),
-                partition,
-                committed: CommittedOffset {
-                    offset,
-                    metadata: None,
-                    leader_epoch: None,
-                },
-            })
-            .collect()
-    }))
+    tx.commit().await?;
+    Ok(Some(updated))
 }
 
 /// Rewrites the start time of the group's subscriptions; returns how many.

@@ -22,8 +22,8 @@ use crate::append::{append, AppendJob, Indexes, JobOutcome};
 use crate::backend::Conn;
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
-use crate::offsets::{CommittedOffset, TopicOffset};
-use crate::offsets_log::OFFSETS_TOPIC;
+use crate::offsets::CommittedOffset;
+use crate::offsets_log::{partition_for, Logged, OffsetCommitEntry, OFFSETS_TOPIC};
 use crate::producers::ProducerIdentity;
 use crate::record::{Content, KafkaRecord, Marker, Record, TxnMark};
 use crate::sql;
@@ -407,33 +407,44 @@ impl Engine {
 
     /// Appends the offsets a committed transaction publishes to the
     /// `__consumer_offsets` log, as a plain commit would
-    /// ([`crate::offsets_log`]).
+    /// ([`crate::offsets_log`]); a group whose log partition does not exist
+    /// (the topic deleted meanwhile) is left out of the log.
     async fn log_txn_offsets(&self, conn: &mut Conn<'_>, tid: &str, now: i64) -> Result<Ended> {
-        let moved: Vec<(String, TopicOffset)> = sql::transactions::staged_offsets(conn, tid)
-            .await?
-            .into_iter()
-            .map(|o| {
-                let position = TopicOffset {
-                    topic: o.topic,
+        let staged = sql::transactions::staged_offsets(conn, tid).await?;
+        let mut ended = Ended::default();
+        for group in staged.chunk_by(|a, b| a.consumer_group == b.consumer_group) {
+            let name = &group[0].consumer_group;
+            let Some(log) = self
+                .kafka_partition(OFFSETS_TOPIC, partition_for(name))
+                .await?
+            else {
+                continue;
+            };
+            let committed: Vec<CommittedOffset> = group
+                .iter()
+                .map(|o| CommittedOffset {
+                    offset: o.committed_offset,
+                    metadata: sql::text(o.metadata.clone()),
+                    leader_epoch: o.leader_epoch,
+                })
+                .collect();
+            let entries: Vec<OffsetCommitEntry> = group
+                .iter()
+                .zip(&committed)
+                .map(|(o, committed)| OffsetCommitEntry {
+                    group: name,
+                    topic: &o.topic,
                     partition: o.kafka_index,
-                    committed: CommittedOffset {
-                        offset: o.committed_offset,
-                        metadata: sql::text(o.metadata),
-                        leader_epoch: o.leader_epoch,
-                    },
-                };
-                (o.consumer_group, position)
-            })
-            .collect();
-        let logged = self.log_positions(conn, &moved, now).await?;
-        Ok(Ended {
-            written: logged
-                .partitions
-                .into_iter()
-                .map(|log| (log, OFFSETS_TOPIC.to_owned()))
-                .collect(),
-            indexes: logged.indexes,
-        })
+                    committed,
+                    commit_timestamp_ms: now,
+                })
+                .collect();
+            if let Logged::Done(indexes) = self.log_commits(conn, log, &entries, now).await? {
+                ended.indexes.extend(indexes);
+                ended.written.push((log, OFFSETS_TOPIC.to_owned()));
+            }
+        }
+        Ok(ended)
     }
 
     /// After a transaction's end committed: returns the dedup indexes to

@@ -101,7 +101,6 @@ contract!(
     offsets::kafka_commits_and_native_acks_move_one_position,
     offsets::groups_are_listed_and_their_offsets_deleted_per_partition,
     offsets::commit_metadata_round_trips_byte_for_byte,
-    offsets::native_position_moves_are_offsets_log_records,
     strings::strings_with_nul_round_trip,
     producers::sequences_dedup_retries_and_refuse_gaps,
     producers::sequences_wrap_at_two_to_the_31,

@@ -6,9 +6,7 @@
 //! rotated key reads what the retired one sealed and seals it again.
 
 use storage::sealing::{Keyring, PayloadKey, SealError};
-use storage::{
-    AckStatus, Content, Engine, PushStatus, QueueOptions, StorageError, QUEUE_MODE_GROUP,
-};
+use storage::{AckStatus, Content, Engine, PushStatus, QueueOptions, StorageError};
 
 use crate::consume::{ack, acks, dead_letters, pop};
 use crate::push::json_item;
@@ -211,15 +209,10 @@ pub(crate) async fn a_rotated_key_reads_old_payloads_and_reseals_them(db: &Db) {
         .await
         .expect("configure");
     push_secrets(&before, 3).await;
-    // In queue mode: a named group's ack would add a record in clear to
-    // the offsets log, which this count of segments leaves out.
-    let held = pop(&before, "secret", QUEUE_MODE_GROUP, 1).await;
+    let held = pop(&before, "secret", "g", 1).await;
     let mut items = acks(&held, AckStatus::Completed);
     items[0].status = AckStatus::Dlq;
-    assert!(ack(&before, QUEUE_MODE_GROUP, items)
-        .await
-        .iter()
-        .all(|r| r.success()));
+    assert!(ack(&before, "g", items).await.iter().all(|r| r.success()));
     let clear = json_item("clear", "p", None, &format!("{{\"data\":\"{CLEAR}\"}}"));
     before.push(vec![clear]).await.expect("push in clear");
 
