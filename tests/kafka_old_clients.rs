@@ -482,13 +482,20 @@ async fn burrow_reads_topics_high_watermarks_and_group_lag(broker: &Broker) {
     produce_numbered(&broker.kafka, "watched", "w", 8, 4).await;
     let burrow = tokio::task::block_in_place(|| Burrow::start(&broker.kafka));
     burrow_until(&burrow, "/v3/kafka", "clusters", json!(["queen"])).await;
-    let topics = burrow.get("/v3/kafka/queen/topic").await;
-    assert!(
-        topics["topics"]
+    // Burrow lists the cluster before its first metadata refresh has
+    // listed the topics, so the topic list is polled too.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let topics = burrow.get("/v3/kafka/queen/topic").await;
+        if topics["topics"]
             .as_array()
-            .is_some_and(|t| t.contains(&json!("watched"))),
-        "{topics}"
-    );
+            .is_some_and(|t| t.contains(&json!("watched")))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{topics}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     // Each partition's high watermark, through Metadata and ListOffsets v1
     // as Burrow's sarama asks for them, and followed as records arrive.
     let path = "/v3/kafka/queen/topic/watched";
