@@ -44,7 +44,9 @@ fn produce(broker: &Broker, topic: &str, records: usize, size: usize) -> f64 {
 }
 
 /// Whether the status of `topic` at `dest` shows every partition caught up
-/// with `total` records in all.
+/// with `total` records in all. The mirrored offsets are read live from the
+/// partitions; the lag waits for the mirror's next look at the source
+/// (every second, its default), so it is not what is timed.
 async fn caught_up(dest: &Broker, topic: &str, total: i64) -> bool {
     let status = dest.get("/api/v1/mirror/status").await;
     let Some(t) = status["topics"]
@@ -58,7 +60,7 @@ async fn caught_up(dest: &Broker, topic: &str, total: i64) -> bool {
         .iter()
         .filter_map(|p| p["mirrored_offset"].as_i64())
         .sum();
-    parts.len() == PARTITIONS as usize && mirrored >= total && parts.iter().all(|p| p["lag"] == 0)
+    parts.len() == PARTITIONS as usize && mirrored >= total
 }
 
 #[tokio::main]
@@ -91,7 +93,7 @@ async fn main() {
                     "--source",
                     &source.kafka,
                 ])
-                .args(["--topics", &topic, "--refresh-ms", "100"])
+                .args(["--topics", &topic])
                 .env("QUEEN_LOG", "warn")
                 .stdout(Stdio::null())
                 .spawn()

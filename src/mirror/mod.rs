@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use rdkafka::ClientConfig;
-use storage::{Engine, MirroredRecord, PartitionId, StorageError};
+use storage::{Engine, MirrorWrite, PartitionId};
 
 pub use broker_task::serve;
 use source::{Batch, Control, Source};
@@ -165,6 +165,10 @@ fn client_config(args: &MirrorArgs) -> anyhow::Result<ClientConfig> {
     Ok(config)
 }
 
+/// Transactions a batch is written in at once on PostgreSQL, each with
+/// its own partitions (SQLite has one writer: one transaction).
+const POSTGRES_LANES: usize = 4;
+
 /// The writer's state: the mirrored partitions and topics.
 struct Mirror {
     engine: Engine,
@@ -180,29 +184,96 @@ struct Mirror {
 }
 
 impl Mirror {
-    /// Writes one batch, partition by partition; a partition's refusal
-    /// becomes its topic's error and the topic leaves the mirror (a topic
-    /// fenced meanwhile leaves it without one).
+    /// Writes one batch in one transaction (one commit whatever its
+    /// partitions: records, and positions past them that are gaps). If that
+    /// is refused it is written partition by partition, so that only the
+    /// refusing partition's topic stops: its refusal becomes the topic's
+    /// error and the topic leaves the mirror (a topic fenced meanwhile
+    /// leaves it without one).
     async fn write(&mut self, batch: Batch) {
-        let mut failed: Vec<(String, String)> = Vec::new();
-        for ((topic, index), records) in batch.records {
-            let advance = batch.positions.get(&(topic.clone(), index)).copied();
-            if let Err(e) = self.append(&topic, index, records, advance).await {
-                failed.push((topic, e.to_string()));
+        let Batch {
+            mut records,
+            positions,
+        } = batch;
+        let (mut keys, mut writes) = (Vec::new(), Vec::new());
+        for ((topic, index), local) in &self.partitions {
+            let key = (topic.clone(), *index);
+            let recs = records.remove(&key).unwrap_or_default();
+            let position = positions.get(&key).copied().unwrap_or(0);
+            if recs.is_empty() && position <= local.next {
+                continue;
+            }
+            keys.push(key);
+            writes.push(MirrorWrite {
+                queue: topic.clone(),
+                partition_id: local.id,
+                records: recs,
+                advance_to: position,
+            });
+        }
+        // Records of partitions that left the mirror meanwhile are dropped:
+        // their status says why.
+        if writes.is_empty() {
+            return;
+        }
+        // Disjoint sets of partitions, one transaction each, written at
+        // once where the database has concurrent writers.
+        let lanes = if self.engine.backend() == "postgres" {
+            POSTGRES_LANES
+        } else {
+            1
+        };
+        let mut lane_keys: Vec<Vec<(String, i32)>> = vec![Vec::new(); lanes];
+        let mut lane_writes: Vec<Vec<MirrorWrite>> = vec![Vec::new(); lanes];
+        for (i, (key, w)) in keys.into_iter().zip(writes).enumerate() {
+            lane_keys[i % lanes].push(key);
+            lane_writes[i % lanes].push(w);
+        }
+        let running: Vec<_> = lane_writes
+            .into_iter()
+            .filter(|w| !w.is_empty())
+            .map(|writes| {
+                let engine = self.engine.clone();
+                tokio::spawn(async move {
+                    let done = engine.mirror_append_all(&writes).await;
+                    (writes, done)
+                })
+            })
+            .collect();
+        let lane_keys = lane_keys.into_iter().filter(|k| !k.is_empty());
+        for (keys, lane) in lane_keys.zip(running) {
+            match lane.await {
+                Ok((_, Ok(done))) => {
+                    for (key, d) in keys.iter().zip(done) {
+                        self.advanced(key, d.next_offset);
+                    }
+                }
+                Ok((writes, Err(_))) => self.write_each(keys, writes).await,
+                Err(e) => {
+                    // Its records are lost to this run: the topics stop
+                    // rather than go on past a hole.
+                    let error = format!("a write failed: {e}");
+                    for (topic, _) in keys {
+                        if self.topics.contains_key(&topic) {
+                            self.stop(&topic, Some(&error)).await;
+                        }
+                    }
+                }
             }
         }
-        for ((topic, index), position) in &batch.positions {
-            let behind = self
-                .partitions
-                .get(&(topic.clone(), *index))
-                .is_some_and(|l| l.next < *position);
-            if behind {
-                if let Err(e) = self
-                    .append(topic, *index, Vec::new(), Some(*position))
-                    .await
-                {
-                    failed.push((topic.clone(), e.to_string()));
-                }
+    }
+
+    /// Writes partition by partition; a refused one stops its topic.
+    async fn write_each(&mut self, keys: Vec<(String, i32)>, writes: Vec<MirrorWrite>) {
+        let mut failed: Vec<(String, String)> = Vec::new();
+        for (key, w) in keys.iter().zip(writes) {
+            match self
+                .engine
+                .mirror_append(&w.queue, w.partition_id, w.records, w.advance_to)
+                .await
+            {
+                Ok(done) => self.advanced(key, done.next_offset),
+                Err(e) => failed.push((w.queue, e.to_string())),
             }
         }
         if !failed.is_empty() {
@@ -215,21 +286,10 @@ impl Mirror {
         }
     }
 
-    async fn append(
-        &mut self,
-        topic: &str,
-        index: i32,
-        records: Vec<MirroredRecord>,
-        advance: Option<i64>,
-    ) -> Result<(), StorageError> {
-        let Some(local) = self.partitions.get_mut(&(topic.to_owned(), index)) else {
-            return Ok(()); // left the mirror meanwhile: its status says why
-        };
-        let done = self
-            .engine
-            .mirror_append(topic, local.id, records, advance.unwrap_or(0))
-            .await?;
-        local.next = done.next_offset;
-        Ok(())
+    /// Notes the local next offset of a partition after a write.
+    fn advanced(&mut self, key: &(String, i32), next: i64) {
+        if let Some(local) = self.partitions.get_mut(key) {
+            local.next = next;
+        }
     }
 }

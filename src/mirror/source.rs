@@ -86,8 +86,15 @@ pub(super) struct Source {
 impl Source {
     /// Starts the consumer thread with nothing assigned.
     pub(super) fn start(client: &ClientConfig) -> anyhow::Result<Self> {
+        let mut client = client.clone();
+        if client.get("fetch.queue.backoff.ms").is_none() {
+            // The mirror empties a full fetch queue (`queued.min.messages`,
+            // 100,000 records of all partitions) in tens of milliseconds;
+            // librdkafka would wait a second before fetching again (its
+            // default since 2.4), and the mirror with it.
+            client.set("fetch.queue.backoff.ms", "10");
+        }
         let consumer: BaseConsumer = client
-            .clone()
             // Never used for membership or commits: positions are local.
             .set("group.id", "queen-mirror")
             .set("enable.auto.commit", "false")
@@ -118,6 +125,9 @@ fn consume(consumer: &BaseConsumer, control: &Control, sender: &mpsc::Sender<Bat
             }
         }
         let mut batch = Batch::default();
+        // By topic, then partition: looked up by the message's borrowed
+        // topic name, so a record costs no allocation of its key.
+        let mut read: HashMap<String, HashMap<i32, Vec<MirroredRecord>>> = HashMap::new();
         let (mut count, mut bytes) = (0, 0);
         let mut wait = Duration::from_millis(100);
         while count < BATCH_RECORDS && bytes < BATCH_BYTES {
@@ -130,14 +140,19 @@ fn consume(consumer: &BaseConsumer, control: &Control, sender: &mpsc::Sender<Bat
                     let record = convert(&message);
                     count += 1;
                     bytes += record_bytes(&record);
-                    batch
-                        .records
-                        .entry((message.topic().to_owned(), message.partition()))
-                        .or_default()
-                        .push(record);
+                    let topic = match read.get_mut(message.topic()) {
+                        Some(topic) => topic,
+                        None => read.entry(message.topic().to_owned()).or_default(),
+                    };
+                    topic.entry(message.partition()).or_default().push(record);
                 }
                 Err(KafkaError::PartitionEOF(_)) => {}
                 Err(e) => tracing::debug!(error = %e, "mirror: source consumer"),
+            }
+        }
+        for (topic, partitions) in read {
+            for (index, records) in partitions {
+                batch.records.insert((topic.clone(), index), records);
             }
         }
         if let Ok(positions) = consumer.position() {
@@ -163,6 +178,14 @@ fn apply(consumer: &BaseConsumer, change: Change) -> rdkafka::error::KafkaResult
     let mut list = TopicPartitionList::new();
     match change {
         Change::Assign(partitions) => {
+            // librdkafka learns an assigned topic's leaders only at its next
+            // periodic metadata refresh (up to a second away): asking for
+            // the topic's metadata first lets the fetches start at once.
+            let topics: std::collections::BTreeSet<&str> =
+                partitions.iter().map(|(t, _, _)| t.as_str()).collect();
+            for topic in topics {
+                consumer.fetch_metadata(Some(topic), super::topics::SOURCE_TIMEOUT)?;
+            }
             for (topic, index, offset) in partitions {
                 list.add_partition_offset(&topic, index, Offset::Offset(offset))?;
             }

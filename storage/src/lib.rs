@@ -91,7 +91,9 @@ pub use kv::{
     KvEntry, KvExpiry, KvOp, KvOutcome, KvPreconditionFailed, KvReason, KvRequest, KvResult,
 };
 pub use log::{LogBounds, PendingAppend, TimestampedOffset};
-pub use mirror::{MirrorAppend, MirrorPartitionStatus, MirrorTopicStatus, MirroredRecord};
+pub use mirror::{
+    MirrorAppend, MirrorPartitionStatus, MirrorTopicStatus, MirrorWrite, MirroredRecord,
+};
 pub use model::{
     BrokerInfo, PartitionId, PartitionInfo, PushItem, PushOutcome, PushStatus, QueueInfo,
     StoredMessage, DEFAULT_PARTITION, MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,

@@ -89,88 +89,83 @@ impl Engine {
         records: Vec<MirroredRecord>,
         advance_to: i64,
     ) -> Result<MirrorAppend> {
-        if let Some(w) = records.windows(2).find(|w| w[1].offset <= w[0].offset) {
-            return Err(StorageError::InvalidInput(format!(
-                "mirrored offsets must increase: {} follows {}",
-                w[1].offset, w[0].offset
-            )));
+        let write = MirrorWrite {
+            queue: queue.to_owned(),
+            partition_id,
+            records,
+            advance_to,
+        };
+        self.mirror_append_all(std::slice::from_ref(&write))
+            .await?
+            .pop()
+            .ok_or(StorageError::PartitionNotFound(partition_id))
+    }
+
+    /// [`Engine::mirror_append`] for several partitions (each at most once)
+    /// in one transaction, so a batch of the mirror costs one commit
+    /// whatever its partitions; if one partition is refused nothing is
+    /// written. The answers follow `writes`' order.
+    pub async fn mirror_append_all(&self, writes: &[MirrorWrite]) -> Result<Vec<MirrorAppend>> {
+        for w in writes {
+            check_offsets(&w.records)?;
         }
-        if records.first().is_some_and(|r| r.offset < 0) {
-            return Err(StorageError::InvalidInput(
-                "offsets are not negative".into(),
-            ));
-        }
+        let ids: Vec<PartitionId> = writes.iter().map(|w| w.partition_id).collect();
         let now = self.inner.clock.now_ms();
         let mut tx = self.inner.store.begin_write().await?;
         let mut conn = tx.conn();
-        let mut head = conn
-            .lock_partitions(&[partition_id])
-            .await?
-            .pop()
-            .ok_or(StorageError::PartitionNotFound(partition_id))?;
-        if !head.mirrored {
-            return Err(StorageError::InvalidInput(format!(
-                "topic {queue:?} is not mirrored, or is fenced: the mirror no longer writes to it"
-            )));
-        }
-        let fresh: Vec<&MirroredRecord> = records
-            .iter()
-            .filter(|r| r.offset >= head.next_offset)
-            .collect();
-        let skipped = records.len() - fresh.len();
-        let first = fresh.first().map_or(advance_to, |r| r.offset);
-        let seal = head.encryption_enabled.then_some(&*self.inner.sealer);
-        let created_at = now.max(head.last_created_at);
+        let locked = conn.lock_partitions(&ids).await?;
         let mut segments = Vec::new();
-        // One run of consecutive offsets per segment group: a segment
-        // holds consecutive offsets, and the gaps lie between segments.
-        let mut start = 0;
-        for i in 0..fresh.len() {
-            let ends = i + 1 == fresh.len() || fresh[i + 1].offset != fresh[i].offset + 1;
-            if ends {
-                let run: Vec<&Record> = fresh[start..=i].iter().map(|r| &r.record).collect();
-                segments.extend(pack(head.id, fresh[start].offset, created_at, &run, seal)?);
-                start = i + 1;
+        let mut heads = Vec::new();
+        let mut answers = Vec::with_capacity(writes.len());
+        let mut changed = Vec::new();
+        for w in writes {
+            let mut head = locked
+                .iter()
+                .find(|h| h.id == w.partition_id)
+                .cloned()
+                .ok_or(StorageError::PartitionNotFound(w.partition_id))?;
+            if !head.mirrored {
+                return Err(StorageError::InvalidInput(format!(
+                    "topic {:?} is not mirrored, or is fenced: the mirror no longer writes to it",
+                    w.queue
+                )));
             }
-        }
-        let end = fresh.last().map_or(head.next_offset, |r| r.offset + 1);
-        let next = end.max(advance_to).max(head.next_offset);
-        if next > end {
-            // A gap at the end (the source's readers skipped a transaction
-            // marker or aborted records there): a commit marker takes its
-            // last offset, as in Kafka's log, so readers see the partition
-            // end at `next` rather than waiting inside the gap.
-            let mark = TxnMark {
-                producer_id: -1,
-                epoch: -1,
-                marker: Some(Marker::Commit),
-            };
-            let marker = marker_record(mark, created_at);
-            segments.extend(pack(head.id, next - 1, created_at, &[&marker], seal)?);
-        }
-        if next == head.next_offset {
-            tx.rollback().await?;
-            return Ok(MirrorAppend {
-                written: 0,
-                skipped,
+            let seal = head.encryption_enabled.then_some(&*self.inner.sealer);
+            let fresh: Vec<&MirroredRecord> = w
+                .records
+                .iter()
+                .filter(|r| r.offset >= head.next_offset)
+                .collect();
+            let created_at = now.max(head.last_created_at);
+            let next = pack_mirrored(&head, &fresh, w.advance_to, created_at, seal, &mut segments)?;
+            answers.push(MirrorAppend {
+                written: fresh.len(),
+                skipped: w.records.len() - fresh.len(),
                 next_offset: next,
             });
+            if next == head.next_offset {
+                continue;
+            }
+            changed.push(w);
+            let first = fresh.first().map_or(w.advance_to, |r| r.offset);
+            sql::mirror::raise_empty_log_start(&mut conn, head.id, first).await?;
+            head.next_offset = next;
+            head.last_created_at = created_at;
+            heads.push(head);
         }
-        sql::mirror::raise_empty_log_start(&mut conn, partition_id, first).await?;
-        head.next_offset = next;
-        head.last_created_at = created_at;
-        conn.write_appends(&segments, &[], std::slice::from_ref(&head))
-            .await?;
+        if heads.is_empty() {
+            tx.rollback().await?;
+            return Ok(answers);
+        }
+        conn.write_appends(&segments, &[], &heads).await?;
         tx.commit().await?;
-        // The records have no sidecar rows: the window index is loaded
-        // afresh by the next local append (there is none before the fence).
-        self.inner.dedup.take(partition_id);
-        self.announce(queue);
-        Ok(MirrorAppend {
-            written: fresh.len(),
-            skipped,
-            next_offset: next,
-        })
+        for w in changed {
+            // The records have no sidecar rows: the window index is loaded
+            // afresh by the next local append (there is none before the fence).
+            self.inner.dedup.take(w.partition_id);
+            self.announce(&w.queue);
+        }
+        Ok(answers)
     }
 
     /// Registers `topic` as mirrored from `source` (local producers are
@@ -296,4 +291,72 @@ impl Engine {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// One partition's part of [`Engine::mirror_append_all`].
+#[derive(Debug, Clone)]
+pub struct MirrorWrite {
+    /// The partition's topic.
+    pub queue: String,
+    /// The partition.
+    pub partition_id: PartitionId,
+    /// Its records, offsets strictly increasing.
+    pub records: Vec<MirroredRecord>,
+    /// The source's position: offsets below it that came with no record are gaps.
+    pub advance_to: i64,
+}
+
+/// Refuses offsets that do not strictly increase, or are negative.
+fn check_offsets(records: &[MirroredRecord]) -> Result<()> {
+    if let Some(w) = records.windows(2).find(|w| w[1].offset <= w[0].offset) {
+        return Err(StorageError::InvalidInput(format!(
+            "mirrored offsets must increase: {} follows {}",
+            w[1].offset, w[0].offset
+        )));
+    }
+    if records.first().is_some_and(|r| r.offset < 0) {
+        return Err(StorageError::InvalidInput(
+            "offsets are not negative".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Packs the `fresh` records of the partition at `head` into `segments`:
+/// one run of consecutive offsets per segment group (a segment holds
+/// consecutive offsets, the gaps lie between segments), and a commit marker
+/// at the end of a trailing gap. The partition's next offset afterwards.
+fn pack_mirrored(
+    head: &crate::append::PartitionHead,
+    fresh: &[&MirroredRecord],
+    advance_to: i64,
+    created_at: i64,
+    seal: Option<&crate::sealing::Sealer>,
+    segments: &mut Vec<crate::append::NewSegment>,
+) -> Result<i64> {
+    let mut start = 0;
+    for i in 0..fresh.len() {
+        let ends = i + 1 == fresh.len() || fresh[i + 1].offset != fresh[i].offset + 1;
+        if ends {
+            let run: Vec<&Record> = fresh[start..=i].iter().map(|r| &r.record).collect();
+            segments.extend(pack(head.id, fresh[start].offset, created_at, &run, seal)?);
+            start = i + 1;
+        }
+    }
+    let end = fresh.last().map_or(head.next_offset, |r| r.offset + 1);
+    let next = end.max(advance_to).max(head.next_offset);
+    if next > end {
+        // A gap at the end (the source's readers skipped a transaction
+        // marker or aborted records there): a commit marker takes its
+        // last offset, as in Kafka's log, so readers see the partition
+        // end at `next` rather than waiting inside the gap.
+        let mark = TxnMark {
+            producer_id: -1,
+            epoch: -1,
+            marker: Some(Marker::Commit),
+        };
+        let marker = marker_record(mark, created_at);
+        segments.extend(pack(head.id, next - 1, created_at, &[&marker], seal)?);
+    }
+    Ok(next)
 }

@@ -51,6 +51,7 @@ macro_rules! contract {
 contract!(
     mirror::mirrored_records_keep_source_offsets_gaps_and_are_written_once,
     mirror::a_mirror_starting_past_the_source_log_start_moves_the_local_one,
+    mirror::partitions_of_one_batch_are_written_together_or_not_at_all,
     mirror::local_producers_wait_for_the_fence_and_the_mirror_stops_at_it,
     mirror::errors_are_shown_per_topic_and_cleared,
     mirror::two_mirrors_of_one_partition_write_each_offset_once,

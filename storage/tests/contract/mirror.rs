@@ -4,7 +4,7 @@
 
 // A gap at the end gets a commit marker at its last offset.
 
-use storage::{Content, Engine, MirroredRecord, PartitionId, StorageError};
+use storage::{Content, Engine, MirrorWrite, MirroredRecord, PartitionId, StorageError};
 
 use crate::log::{kafka, one_partition_topic};
 use crate::support::{Db, START_MS};
@@ -102,6 +102,46 @@ pub(crate) async fn a_mirror_starting_past_the_source_log_start_moves_the_local_
     let bounds = engine.log_bounds(id).await.expect("bounds");
     assert_eq!((bounds.log_start, bounds.next_offset), (50, 52));
     assert_eq!(stored(&engine, id).await, values(&[50, 51]));
+}
+
+pub(crate) async fn partitions_of_one_batch_are_written_together_or_not_at_all(db: &Db) {
+    let engine = db.engine().await;
+    let a = one_partition_topic(&engine, "ma").await;
+    let b = one_partition_topic(&engine, "mb").await;
+    let local = one_partition_topic(&engine, "local").await;
+    for topic in ["ma", "mb"] {
+        engine
+            .register_mirror(topic, SOURCE)
+            .await
+            .expect("register");
+    }
+    let write = |queue: &str, partition_id, offsets: &[i64], advance_to| MirrorWrite {
+        queue: queue.to_owned(),
+        partition_id,
+        records: offsets.iter().copied().map(at).collect(),
+        advance_to,
+    };
+
+    let done = engine
+        .mirror_append_all(&[write("ma", a, &[0, 1], 0), write("mb", b, &[3], 6)])
+        .await
+        .expect("both");
+    let progress: Vec<(usize, i64)> = done.iter().map(|d| (d.written, d.next_offset)).collect();
+    assert_eq!(progress, vec![(2, 2), (1, 6)]);
+    assert_eq!(stored(&engine, a).await, values(&[0, 1]));
+    let mut with_marker = values(&[3]);
+    with_marker.push((5, "marker".to_owned()));
+    assert_eq!(stored(&engine, b).await, with_marker);
+
+    // One partition refused (its topic is not mirrored): nothing is written.
+    let err = engine
+        .mirror_append_all(&[write("ma", a, &[2, 3], 0), write("local", local, &[0], 0)])
+        .await
+        .expect_err("a partition that is not mirrored");
+    assert!(matches!(err, StorageError::InvalidInput(_)), "{err}");
+    assert_eq!(engine.log_bounds(a).await.expect("bounds").next_offset, 2);
+    assert_eq!(stored(&engine, a).await, values(&[0, 1]));
+    assert!(stored(&engine, local).await.is_empty());
 }
 
 pub(crate) async fn local_producers_wait_for_the_fence_and_the_mirror_stops_at_it(db: &Db) {
