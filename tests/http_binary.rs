@@ -57,7 +57,11 @@ async fn get_bytes(broker: &Broker, path: &str) -> (StatusCode, String, Vec<u8>)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    (status, content_type, response.bytes().await.expect("body").to_vec())
+    (
+        status,
+        content_type,
+        response.bytes().await.expect("body").to_vec(),
+    )
 }
 
 async fn binary_push_answers_as_the_json_push(broker: &Broker) {
@@ -76,7 +80,11 @@ async fn binary_push_answers_as_the_json_push(broker: &Broker) {
         "/api/v1/push",
         binary::push_body(
             &[
-                group("b", "p", &[("t0", r#"{"n":0}"#), ("t1", r#"{ "n" : 1 }"#), ("", "2")]),
+                group(
+                    "b",
+                    "p",
+                    &[("t0", r#"{"n":0}"#), ("t1", r#"{ "n" : 1 }"#), ("", "2")],
+                ),
                 group("b", "", &[("t2", "null")]),
             ],
             4,
@@ -102,7 +110,10 @@ async fn binary_push_answers_as_the_json_push(broker: &Broker) {
     assert_eq!(answer[1]["offset"], 1);
     assert_eq!(answer[1]["transaction_id"], "t1");
     assert_eq!(answer[2]["offset"], 2);
-    assert_eq!(answer[2]["transaction_id"], answer[2]["message_id"], "minted");
+    assert_eq!(
+        answer[2]["transaction_id"], answer[2]["message_id"],
+        "minted"
+    );
     assert_eq!(answer[3]["offset"], 0, "partition Default");
     assert_eq!(answer[3]["queueName"], "b");
     assert_ne!(answer[3]["partitionId"], answer[1]["partitionId"]);
@@ -206,10 +217,7 @@ async fn bad_binary_bodies_answer_400_and_change_nothing(broker: &Broker) {
         ("unknown flag", [&b"QPB1\x10"[..], &good[5..]].concat()),
         ("flags 4 and 8", [&b"QPB1\x0c"[..], &good[5..]].concat()),
         ("trailing byte", [&good[..], &[0]].concat()),
-        (
-            "huge group count",
-            b"QPB1\x04\xff\xff\xff\xff".to_vec(),
-        ),
+        ("huge group count", b"QPB1\x04\xff\xff\xff\xff".to_vec()),
         (
             "huge item count",
             b"QPB1\x04\x01\x00\x00\x00\x01\x00q\x01\x00p\xff\xff\xff\xff".to_vec(),
@@ -224,7 +232,8 @@ async fn bad_binary_bodies_answer_400_and_change_nothing(broker: &Broker) {
         ),
         (
             "queue not UTF-8",
-            b"QPB1\x00\x01\x00\x00\x00\x01\x00\xff\x01\x00p\x01\x00\x00\x00\x01\x00\x00\x001".to_vec(),
+            b"QPB1\x00\x01\x00\x00\x00\x01\x00\xff\x01\x00p\x01\x00\x00\x00\x01\x00\x00\x001"
+                .to_vec(),
         ),
     ];
     for end in [5, 9, 12, 15, 19, 22, good.len() - 1] {
@@ -283,7 +292,10 @@ async fn bad_binary_bodies_answer_400_and_change_nothing(broker: &Broker) {
         ("garbage", b"QTB1garbage".to_vec()),
         ("push magic", good.clone()),
         ("head past the end", b"QTB1\x00\xff\x00\x00\x00{}".to_vec()),
-        ("unknown flag", b"QTB1\x01\x02\x00\x00\x00{}\x00\x00\x00\x00".to_vec()),
+        (
+            "unknown flag",
+            b"QTB1\x01\x02\x00\x00\x00{}\x00\x00\x00\x00".to_vec(),
+        ),
     ] {
         let (status, answer) = post_binary(broker, "/api/v1/transaction", body).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{what}: {answer}");
@@ -291,14 +303,25 @@ async fn bad_binary_bodies_answer_400_and_change_nothing(broker: &Broker) {
     let (status, answer) = post_binary(
         broker,
         "/api/v1/transaction",
-        binary::transaction_body(&json!("not an object"), &[group("q", "p", &[("t", "1")])], 0),
+        binary::transaction_body(
+            &json!("not an object"),
+            &[group("q", "p", &[("t", "1")])],
+            0,
+        ),
     )
     .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(answer["reason"], "bad_request");
 
     // Over the body limit: 413, as a JSON body.
-    let big = binary::push_body(&[group("q", "p", &[("t", &format!("\"{}\"", "x".repeat(LIMIT)))])], 4);
+    let big = binary::push_body(
+        &[group(
+            "q",
+            "p",
+            &[("t", &format!("\"{}\"", "x".repeat(LIMIT)))],
+        )],
+        4,
+    );
     let (status, _) = post_binary(broker, "/api/v1/push", big).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     // The reserved-topic rule holds for binary bodies too.
@@ -328,7 +351,9 @@ async fn bad_binary_bodies_answer_400_and_change_nothing(broker: &Broker) {
 
 async fn framed_pops_carry_what_json_pops_do(broker: &Broker) {
     let trace = uuid::Uuid::new_v4().to_string();
-    let mut items = vec![json!({"queue": "f", "partition": "p1", "payload": {"k": "é"}, "transactionId": "a", "traceId": trace})];
+    let mut items = vec![
+        json!({"queue": "f", "partition": "p1", "payload": {"k": "é"}, "transactionId": "a", "traceId": trace}),
+    ];
     for i in 0..4 {
         items.push(json!({"queue": "f", "partition": "p1", "payload": i}));
     }
@@ -367,7 +392,11 @@ async fn framed_pops_carry_what_json_pops_do(broker: &Broker) {
 
     // The framed messages ack as the JSON ones do; then the pop is empty,
     // a bodiless 204.
-    let (_, _, bytes) = get_bytes(broker, "/api/v1/pop/queue/f?batch=10&partitions=2&wait=false&frames=true&autopilot=true").await;
+    let (_, _, bytes) = get_bytes(
+        broker,
+        "/api/v1/pop/queue/f?batch=10&partitions=2&wait=false&frames=true&autopilot=true",
+    )
+    .await;
     let popped = binary::decode_pop(&bytes);
     assert_eq!(bytes[4], 1, "version 1 with the autopilot echo");
     assert!(popped["autopilot"].is_object(), "{popped}");
@@ -375,11 +404,15 @@ async fn framed_pops_carry_what_json_pops_do(broker: &Broker) {
         .as_array()
         .expect("messages")
         .iter()
-        .map(|m| json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
-                        "leaseId": m["leaseId"], "status": "completed"}))
+        .map(|m| {
+            json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                        "leaseId": m["leaseId"], "status": "completed"})
+        })
         .collect();
     assert_eq!(acks.len(), 7);
-    broker.post("/api/v1/ack/batch", json!({"acknowledgments": acks})).await;
+    broker
+        .post("/api/v1/ack/batch", json!({"acknowledgments": acks}))
+        .await;
     let (status, _, bytes) = get_bytes(broker, "/api/v1/pop/queue/f?wait=false&frames=true").await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     assert!(bytes.is_empty());
@@ -387,7 +420,11 @@ async fn framed_pops_carry_what_json_pops_do(broker: &Broker) {
     // A Kafka record has fields a frame cannot carry: the answer is JSON.
     support::kafka::create_topic(&broker.kafka, "k", 1).await;
     support::kafka::produce_numbered(&broker.kafka, "k", "v", 2, 1).await;
-    let (status, _, bytes) = get_bytes(broker, "/api/v1/pop/queue/k?batch=10&wait=false&frames=true").await;
+    let (status, _, bytes) = get_bytes(
+        broker,
+        "/api/v1/pop/queue/k?batch=10&wait=false&frames=true",
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     let answer: Value = serde_json::from_slice(&bytes).expect("a JSON answer");
     assert_eq!(answer["messages"][0]["dataEncoding"], "base64");
@@ -413,7 +450,11 @@ async fn binary_transactions_answer_their_head_first(broker: &Broker) {
         "/api/v1/transaction",
         binary::transaction_body(
             &head,
-            &[group("dst", "Default", &[("x1", r#"{"a":1}"#), ("x2", "2")])],
+            &[group(
+                "dst",
+                "Default",
+                &[("x1", r#"{"a":1}"#), ("x2", "2")],
+            )],
             0,
         ),
     )
@@ -434,7 +475,11 @@ async fn binary_transactions_answer_their_head_first(broker: &Broker) {
     let (_, answer) = post_binary(
         broker,
         "/api/v1/transaction",
-        binary::transaction_body(&json!({}), &[group("dst", "Default", &[("x3", "3"), ("x1", "1")])], 0),
+        binary::transaction_body(
+            &json!({}),
+            &[group("dst", "Default", &[("x3", "3"), ("x1", "1")])],
+            0,
+        ),
     )
     .await;
     assert_eq!(answer["success"], false);
@@ -453,7 +498,9 @@ async fn binary_transactions_answer_their_head_first(broker: &Broker) {
     assert_eq!(answer["acked"], 0);
     assert_eq!(answer["results"], json!([]));
 
-    let stored = broker.get("/api/v1/pop/queue/dst?batch=10&wait=false").await;
+    let stored = broker
+        .get("/api/v1/pop/queue/dst?batch=10&wait=false")
+        .await;
     let data: Vec<&Value> = stored["messages"]
         .as_array()
         .expect("messages")

@@ -259,11 +259,7 @@ async fn run(
         })
         .flatten();
     let response = match framed {
-        Some(bytes) => (
-            [(header::CONTENT_TYPE, binary::pop::CONTENT_TYPE)],
-            bytes,
-        )
-            .into_response(),
+        Some(bytes) => ([(header::CONTENT_TYPE, binary::pop::CONTENT_TYPE)], bytes).into_response(),
         // Whenever a frame cannot say what JSON would, the answer is JSON.
         None => Json(render(&outcome, &request.group, echo)).into_response(),
     };

@@ -62,7 +62,11 @@ fn frame_groups(groups: &[Group<'_>]) -> Vec<u8> {
         let mut frames = Vec::new();
         for (txn, payload) in &g.items {
             let id = Uuid::now_v7();
-            let txn = if txn.is_empty() { id.to_string() } else { txn.clone() };
+            let txn = if txn.is_empty() {
+                id.to_string()
+            } else {
+                txn.clone()
+            };
             frame(&mut frames, id, &txn, payload);
         }
         let z = zstd::bulk::compress(&frames, 1).expect("compress");
@@ -154,12 +158,39 @@ fn iso(us: i64) -> String {
     )
 }
 
-/// A framed pop answer as the client rebuilds it (`queen/http/pop_frames.py`).
-pub(crate) fn decode_pop(bytes: &[u8]) -> Value {
+/// The header of a framed answer and its claim being walked.
+pub(crate) struct Claim {
+    pub partition_id: String,
+    pub partition: String,
+    pub delivery_attempt: u32,
+}
+
+/// One delivered message of a framed answer, its payload still bytes.
+pub(crate) struct Framed<'a> {
+    pub id: Uuid,
+    pub trace: Option<Uuid>,
+    pub transaction_id: String,
+    pub producer_sub: Option<String>,
+    pub created_at_us: i64,
+    pub offset: u64,
+    pub payload: &'a [u8],
+}
+
+/// The head of a framed answer: its own JSON, queue, lease and group.
+pub(crate) struct Head {
+    pub own: Value,
+    pub queue: String,
+    pub lease: String,
+    pub group: String,
+    pub claims: u32,
+}
+
+/// Walks a framed pop answer: `on` sees each delivered message with its
+/// claim, in answer order. Panics on a malformed answer.
+pub(crate) fn walk<'a>(bytes: &'a [u8], mut on: impl FnMut(&Claim, Framed<'a>)) -> Head {
     let mut r = In(bytes);
     assert_eq!(r.take(4), b"QPF1");
-    let version = r.u8();
-    let own = match version {
+    let own = match r.u8() {
         0 => Value::Null,
         1 => {
             let n = r.u32() as usize;
@@ -167,23 +198,22 @@ pub(crate) fn decode_pop(bytes: &[u8]) -> Value {
         }
         v => panic!("version {v}"),
     };
-    let queue = r.text();
-    let lease = r.text();
-    let group = r.text();
+    let (queue, lease, group) = (r.text(), r.text(), r.text());
     let claims = r.u32();
-    let mut messages = Vec::new();
-    let mut first = (String::new(), String::new());
-    for c in 0..claims {
-        let pid = r.u64().to_string();
-        let partition = r.text();
+    for _ in 0..claims {
+        let claim = Claim {
+            partition_id: r.u64().to_string(),
+            partition: r.text(),
+            delivery_attempt: 0,
+        };
         let (start, end) = (r.u64(), r.u64());
-        let attempt = r.u32();
-        if c == 0 {
-            first = (partition.clone(), pid.clone());
-        }
+        let claim = Claim {
+            delivery_attempt: r.u32(),
+            ..claim
+        };
         for _ in 0..r.u32() {
             let base = r.u64();
-            let created = iso(r.u64() as i64);
+            let created_at_us = r.u64() as i64;
             let count = r.u32();
             assert_eq!(r.u8(), 0, "raw codec");
             let n = r.u32() as usize;
@@ -194,33 +224,64 @@ pub(crate) fn decode_pop(bytes: &[u8]) -> Value {
                 let flags = f.u8();
                 let id = Uuid::from_slice(f.take(16)).expect("id");
                 let trace = (flags & 1 != 0).then(|| Uuid::from_slice(f.take(16)).expect("trace"));
-                let txn = f.text();
-                let sub = (flags & 2 != 0).then(|| f.text());
-                let payload = f.0;
+                let transaction_id = f.text();
+                let producer_sub = (flags & 2 != 0).then(|| f.text());
                 let offset = base + i;
-                if offset < start || offset > end {
-                    continue;
+                if (start..=end).contains(&offset) {
+                    on(
+                        &claim,
+                        Framed {
+                            id,
+                            trace,
+                            transaction_id,
+                            producer_sub,
+                            created_at_us,
+                            offset,
+                            payload: f.0,
+                        },
+                    );
                 }
-                messages.push(json!({
-                    "id": id.to_string(), "transactionId": txn,
-                    "traceId": trace.map(|t| t.to_string()),
-                    "data": if payload.is_empty() { Value::Null } else {
-                        serde_json::from_slice(payload).expect("payload JSON") },
-                    "producerSub": sub, "createdAt": created, "partitionId": pid,
-                    "partition": partition, "leaseId": lease, "consumerGroup": group,
-                    "deliveryAttempt": attempt, "offset": offset,
-                }));
             }
             assert!(frames.0.is_empty(), "record bytes beyond its frames");
         }
     }
     assert!(r.0.is_empty(), "bytes after the last claim");
-    let mut answer = json!({
-        "success": true, "queue": queue, "partition": first.0, "partitionId": first.1,
-        "leaseId": lease, "consumerGroup": group, "messages": messages,
-        "partitionsClaimed": claims,
+    Head {
+        own,
+        queue,
+        lease,
+        group,
+        claims,
+    }
+}
+
+/// A framed pop answer as the client rebuilds it (`queen/http/pop_frames.py`).
+pub(crate) fn decode_pop(bytes: &[u8]) -> Value {
+    let mut messages = Vec::new();
+    let mut first: Option<(String, String)> = None;
+    let head = walk(bytes, |claim, m| {
+        first.get_or_insert_with(|| (claim.partition.clone(), claim.partition_id.clone()));
+        messages.push(json!({
+            "id": m.id.to_string(), "transactionId": m.transaction_id,
+            "traceId": m.trace.map(|t| t.to_string()),
+            "data": if m.payload.is_empty() { Value::Null } else {
+                serde_json::from_slice(m.payload).expect("payload JSON") },
+            "producerSub": m.producer_sub, "createdAt": iso(m.created_at_us),
+            "partitionId": claim.partition_id, "partition": claim.partition,
+            "deliveryAttempt": claim.delivery_attempt, "offset": m.offset,
+        }));
     });
-    if let Value::Object(own) = own {
+    let (partition, partition_id) = first.unwrap_or_default();
+    for m in &mut messages {
+        m["leaseId"] = json!(head.lease);
+        m["consumerGroup"] = json!(head.group);
+    }
+    let mut answer = json!({
+        "success": true, "queue": head.queue, "partition": partition,
+        "partitionId": partition_id, "leaseId": head.lease, "consumerGroup": head.group,
+        "messages": messages, "partitionsClaimed": head.claims,
+    });
+    if let Value::Object(own) = head.own {
         for (k, v) in own {
             answer[k] = v;
         }

@@ -46,8 +46,8 @@ pub(super) fn decode(bytes: &[u8], n: usize) -> Result<Vec<Record>, BinaryError>
             )));
         }
         let txn = frame.str16("frame transaction id")?;
-        let transaction_id = (!txn.is_empty() && txn != message_id.to_string().as_str())
-            .then(|| txn.to_owned());
+        let transaction_id =
+            (!txn.is_empty() && txn != message_id.to_string().as_str()).then(|| txn.to_owned());
         let payload = frame.rest();
         let data = if payload.is_empty() {
             "null".to_owned()
@@ -161,7 +161,10 @@ mod tests {
         let mut flagged = good.clone();
         flagged[4] = 1;
         assert!(decode(&flagged, 1).is_err(), "flags must be 0");
-        assert!(decode(&frame(Uuid::new_v4(), "t", b"1"), 1).is_err(), "v4 id");
+        assert!(
+            decode(&frame(Uuid::new_v4(), "t", b"1"), 1).is_err(),
+            "v4 id"
+        );
         assert!(decode(&frame(id, "t", b"{"), 1).is_err(), "not JSON");
         let mut long = good.clone();
         long[0] = 0xff;

@@ -114,7 +114,9 @@ fn claim_into(out: &mut Vec<u8>, claim: &[PoppedMessage]) -> Option<()> {
         // A record: consecutive offsets stored at the same millisecond.
         let run = 1 + rest
             .windows(2)
-            .take_while(|w| w[1].offset == w[0].offset + 1 && w[1].created_at_ms == head.created_at_ms)
+            .take_while(|w| {
+                w[1].offset == w[0].offset + 1 && w[1].created_at_ms == head.created_at_ms
+            })
             .count();
         let (record, tail) = rest.split_at(run);
         record_into(out, record)?;

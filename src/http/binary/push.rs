@@ -199,7 +199,10 @@ mod tests {
     #[test]
     fn every_truncation_and_extension_of_the_example_is_refused() {
         for end in 0..EXAMPLE.len() {
-            assert!(decode_push(&EXAMPLE[..end], 1 << 20).is_err(), "cut at {end}");
+            assert!(
+                decode_push(&EXAMPLE[..end], 1 << 20).is_err(),
+                "cut at {end}"
+            );
         }
         let mut longer = EXAMPLE.to_vec();
         longer.push(0);

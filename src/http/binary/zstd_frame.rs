@@ -23,7 +23,11 @@ pub(super) fn inflate(
     let size = usize::try_from(size)
         .ok()
         .filter(|s| *s <= limit)
-        .ok_or_else(|| bad(&format!("content of {size} bytes exceeds the limit of {limit}")))?;
+        .ok_or_else(|| {
+            bad(&format!(
+                "content of {size} bytes exceeds the limit of {limit}"
+            ))
+        })?;
     if expected.is_some_and(|e| e != size) {
         return Err(bad(&format!(
             "content of {size} bytes where raw_len says {}",
@@ -58,9 +62,12 @@ mod tests {
     fn inflates_a_frame_with_its_size_and_refuses_bombs_and_garbage() {
         let raw = vec![7u8; 10_000];
         let frame = zstd::bulk::compress(&raw, 1).expect("compress");
-        assert_eq!(inflate(&frame, Some(10_000), 10_000).ok(), Some(raw));
+        assert_eq!(inflate(&frame, Some(10_000), 10_000).ok(), Some(raw.clone()));
         assert!(inflate(&frame, None, 9_999).is_err(), "over the limit");
-        assert!(inflate(&frame, Some(9_000), 1 << 20).is_err(), "raw_len differs");
+        assert!(
+            inflate(&frame, Some(9_000), 1 << 20).is_err(),
+            "raw_len differs"
+        );
         assert!(inflate(b"garbage!", None, 100).is_err());
         let mut trailing = frame.clone();
         trailing.push(0);
