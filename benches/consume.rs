@@ -7,7 +7,9 @@
 //!
 //! `cargo bench --bench consume` runs everything; `-- --backend sqlite`,
 //! `--batch N`, `--messages N`, `--consumers N` and `--partitions N` narrow it;
-//! `--group NAME` pops and acks as that consumer group instead of queue mode.
+//! `--group NAME` pops and acks as that consumer group instead of queue mode;
+//! `--framed 1` pops with `frames=true` (the framed answer of spec 4.5, as
+//! the queen-mq client's `framed_pop`).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -18,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::{ack_completed, fresh_db, peak_rss_mib, Flags, Popped};
+use common::{ack_completed, fresh_db, peak_rss_mib, Flags, Popped, PoppedMessage};
 use support::Broker;
 
 struct Args {
@@ -29,6 +31,8 @@ struct Args {
     partitions: usize,
     /// The consumer group popping and acking; queue mode when absent.
     group: Option<String>,
+    /// Pops ask for the framed answer.
+    framed: bool,
 }
 
 fn args() -> Args {
@@ -45,6 +49,7 @@ fn args() -> Args {
         consumers: flags.get("consumers", 8),
         partitions: flags.get("partitions", 16),
         group: Some(flags.get("group", String::new())).filter(|g| !g.is_empty()),
+        framed: flags.get("framed", 0) != 0,
     }
 }
 
@@ -97,6 +102,23 @@ async fn preload(broker: &Broker, args: &Args) {
     tasks.join_all().await;
 }
 
+/// What acking the messages of a framed answer takes; its payloads are
+/// not parsed, as a consumer that hands them on would not.
+fn framed_messages(bytes: &[u8]) -> Vec<PoppedMessage> {
+    let mut messages = Vec::new();
+    let head = support::binary::walk(bytes, |claim, m| {
+        messages.push(PoppedMessage {
+            transaction_id: m.transaction_id,
+            partition_id: claim.partition_id.clone(),
+            lease_id: String::new(),
+        });
+    });
+    for m in &mut messages {
+        m.lease_id.clone_from(&head.lease);
+    }
+    messages
+}
+
 async fn scenario(backend: &str, batch: usize, args: &Args) {
     let db = fresh_db(backend).await;
     let broker = Broker::start(&db.url, &[]);
@@ -110,10 +132,14 @@ async fn scenario(backend: &str, batch: usize, args: &Args) {
     for _ in 0..args.consumers {
         let (client, consumed, base) = (client.clone(), consumed.clone(), broker.http.clone());
         let group = args.group.clone();
+        let framed = args.framed;
         tasks.spawn(async move {
             let mut pop_url = format!("{base}/api/v1/pop/queue/bench?batch={batch}&wait=false");
             if let Some(group) = &group {
                 pop_url.push_str(&format!("&consumerGroup={group}"));
+            }
+            if framed {
+                pop_url.push_str("&frames=true");
             }
             let ack_url = format!("{base}/api/v1/ack/batch");
             let mut empty = 0;
@@ -125,9 +151,14 @@ async fn scenario(backend: &str, batch: usize, args: &Args) {
                     continue;
                 }
                 empty = 0;
-                let popped: Popped = response.json().await.expect("pop JSON");
-                ack_completed(&client, &ack_url, group.as_deref(), &popped.messages).await;
-                consumed.fetch_add(popped.messages.len(), Ordering::Relaxed);
+                let messages = if framed {
+                    framed_messages(&response.bytes().await.expect("pop answer"))
+                } else {
+                    let popped: Popped = response.json().await.expect("pop JSON");
+                    popped.messages
+                };
+                ack_completed(&client, &ack_url, group.as_deref(), &messages).await;
+                consumed.fetch_add(messages.len(), Ordering::Relaxed);
             }
         });
     }
@@ -136,7 +167,8 @@ async fn scenario(backend: &str, batch: usize, args: &Args) {
     let done = consumed.load(Ordering::Relaxed);
     assert_eq!(done, total, "every preloaded message was consumed once");
     println!(
-        "{backend:8} batch {batch:5}, {} consumers, {} partitions: {done} messages popped and acked in {elapsed:6.2} s = {:8.0} msg/s, peak RSS {:5.1} MiB",
+        "{backend:8} batch {batch:5}{}, {} consumers, {} partitions: {done} messages popped and acked in {elapsed:6.2} s = {:8.0} msg/s, peak RSS {:5.1} MiB",
+        if args.framed { " framed" } else { "" },
         args.consumers,
         args.partitions,
         done as f64 / elapsed,

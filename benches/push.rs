@@ -25,6 +25,8 @@ struct Args {
     messages: usize,
     clients: usize,
     encrypted: bool,
+    /// The binary body's flags, or `None` for JSON.
+    binary: Option<u8>,
 }
 
 fn args() -> Args {
@@ -34,26 +36,54 @@ fn args() -> Args {
         messages: flags.get("messages", 200_000),
         clients: flags.get("clients", 8),
         encrypted: flags.get("encrypted", 0) != 0,
+        binary: (flags.get("binary", 0) != 0).then(|| {
+            if flags.get("compress", 0) != 0 {
+                8
+            } else {
+                4
+            }
+        }),
     }
 }
 
 /// One request body of `per_request` messages of about 200 bytes each, every
-/// one with a unique transaction id.
-fn request_body(queue: &str, partition: &str, request: usize, per_request: usize) -> Bytes {
-    let items: Vec<serde_json::Value> = (0..per_request)
+/// one with a unique transaction id: JSON, or binary with `binary` flags.
+fn request_body(
+    queue: &str,
+    partition: &str,
+    request: usize,
+    per_request: usize,
+    binary: Option<u8>,
+) -> Bytes {
+    let items: Vec<(String, serde_json::Value)> = (0..per_request)
         .map(|i| {
             let n = request * per_request + i;
+            let payload = serde_json::json!({
+                "orderId": n,
+                "customer": format!("customer-{:06}", n % 100_000),
+                "amount": 99.5,
+                "currency": "EUR",
+                "note": "a message of about two hundred bytes, as a small business event would be, padded to size",
+            });
+            (format!("bench-{n:012}"), payload)
+        })
+        .collect();
+    if let Some(flags) = binary {
+        let group = support::binary::Group {
+            queue,
+            partition,
+            items: items
+                .into_iter()
+                .map(|(txn, payload)| (txn, payload.to_string()))
+                .collect(),
+        };
+        return Bytes::from(support::binary::push_body(&[group], flags));
+    }
+    let items: Vec<serde_json::Value> = items
+        .into_iter()
+        .map(|(txn, payload)| {
             serde_json::json!({
-                "queue": queue,
-                "partition": partition,
-                "transactionId": format!("bench-{n:012}"),
-                "payload": {
-                    "orderId": n,
-                    "customer": format!("customer-{:06}", n % 100_000),
-                    "amount": 99.5,
-                    "currency": "EUR",
-                    "note": "a message of about two hundred bytes, as a small business event would be, padded to size",
-                },
+                "queue": queue, "partition": partition, "transactionId": txn, "payload": payload,
             })
         })
         .collect();
@@ -79,8 +109,15 @@ async fn scenario(backend: &str, window: i64, partitions: usize, args: &Args) {
     let per_request = 1000;
     let requests = args.messages.div_ceil(per_request);
     let bodies: Vec<Bytes> = (0..requests)
-        .map(|r| request_body(queue, &format!("p{}", r % partitions), r, per_request))
+        .map(|r| {
+            let partition = format!("p{}", r % partitions);
+            request_body(queue, &partition, r, per_request, args.binary)
+        })
         .collect();
+    let content_type = match args.binary {
+        Some(_) => support::binary::PUSH_TYPE,
+        None => "application/json",
+    };
     let bodies = std::sync::Arc::new(std::sync::Mutex::new(bodies));
 
     let started = Instant::now();
@@ -98,7 +135,7 @@ async fn scenario(backend: &str, window: i64, partitions: usize, args: &Args) {
                 };
                 let response = client
                     .post(&url)
-                    .header("content-type", "application/json")
+                    .header("content-type", content_type)
                     .body(body)
                     .send()
                     .await
@@ -113,9 +150,14 @@ async fn scenario(backend: &str, window: i64, partitions: usize, args: &Args) {
     let total = requests * per_request;
     let rss = peak_rss_mib(broker.child.id());
     println!(
-        "{backend:8} dedup {:3} partitions {partitions:2}{}: {total} messages in {elapsed:6.2} s = {:8.0} msg/s, peak RSS {:5.1} MiB",
+        "{backend:8} dedup {:3} partitions {partitions:2}{}{}: {total} messages in {elapsed:6.2} s = {:8.0} msg/s, peak RSS {:5.1} MiB",
         if window > 0 { "on" } else { "off" },
         if args.encrypted { " encrypted" } else { "" },
+        match args.binary {
+            Some(8) => " binary+zstd",
+            Some(_) => " binary",
+            None => "",
+        },
         total as f64 / elapsed,
         rss
     );

@@ -63,4 +63,5 @@ scripts!(
     retention_deletes_old_messages_for_queen_mq => "native_retention.py",
     kafka_python_follows_delete_records => "kafka_delete_records.py",
     kafka_python_reads_a_compacted_topic => "kafka_compacted.py",
+    binary_push_and_framed_pop_match_json => "binary_forms.py",
 );

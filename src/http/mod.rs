@@ -9,6 +9,7 @@
 mod ack;
 pub mod auth;
 pub mod authorize;
+mod binary;
 mod body;
 mod configure;
 mod consumer_groups;

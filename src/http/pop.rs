@@ -2,7 +2,9 @@
 //! `GET /api/v1/pop/queue/{queue}`, `GET /api/v1/pop/queue/{queue}/partition/{partition}`
 //! and `GET /api/v1/pop?namespace=&task=`.
 //!
-//! An empty pop answers 204 without a body. With `wait=true` the engine
+//! An empty pop answers 204 without a body. With `frames=true` the answer
+//! is the framed one of spec 4.5 whenever it can carry what the JSON one
+//! would (`binary::pop`). With `wait=true` the engine
 //! holds the request until a message arrives or `timeout` ms pass, and
 //! answers before the timeout.
 
@@ -10,7 +12,7 @@ use std::time::Duration;
 
 use axum::body::HttpBody;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -22,6 +24,7 @@ use storage::{
 use telemetry::{Door, TRAFFIC};
 
 use super::authorize::{self, Allowed};
+use super::binary;
 use super::body::QueryParams;
 use super::content::{self, KafkaFields};
 use super::error::ApiError;
@@ -91,6 +94,7 @@ pub(super) struct PopQuery {
     conflation: Option<String>,
     namespace: Option<String>,
     task: Option<String>,
+    frames: Option<String>,
 }
 
 fn flag(value: Option<&str>) -> bool {
@@ -248,8 +252,18 @@ async fn run(
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
     let echo = autopilot.then(|| json!({"partitions": partitions, "batch": batch, "waitMs": 0}));
-    let response = Json(render(&outcome, &request.group, echo)).into_response();
-    // The JSON body is complete here: its exact size is known.
+    let framed = flag(query.frames.as_deref())
+        .then(|| {
+            let own = echo.as_ref().map(|e| json!({ "autopilot": e }));
+            binary::pop::encode(&outcome, &request.group, own.as_ref())
+        })
+        .flatten();
+    let response = match framed {
+        Some(bytes) => ([(header::CONTENT_TYPE, binary::pop::CONTENT_TYPE)], bytes).into_response(),
+        // Whenever a frame cannot say what JSON would, the answer is JSON.
+        None => Json(render(&outcome, &request.group, echo)).into_response(),
+    };
+    // The body is complete here: its exact size is known.
     traffic.records_out.inc_by(outcome.messages.len() as u64);
     traffic
         .bytes_out

@@ -1,7 +1,9 @@
-//! `POST /api/v1/push`: append messages, with exact per-partition dedup.
+//! `POST /api/v1/push`: append messages, with exact per-partition dedup,
+//! from a JSON body or the binary one of spec 4.2 (decoded in `binary`).
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -11,7 +13,8 @@ use uuid::Uuid;
 
 use super::auth::{producer_sub, Caller};
 use super::authorize::{self, Allowed};
-use super::body::JsonBody;
+use super::binary;
+use super::body::BinaryOrJson;
 use super::error::ApiError;
 use super::render::compact_json;
 use super::reserved;
@@ -48,37 +51,62 @@ pub(super) struct PushAnswer {
     offset: i64,
 }
 
-/// Appends the items, stamped with the caller's subject; answers 201 with
-/// one element per item. Every queue is checked before anything is
-/// written: one refused queue refuses the whole push.
+/// The counts-only answer of a binary push with flag 2.
+#[derive(Debug, Serialize)]
+pub(super) struct PushCounts {
+    count: usize,
+    queued: usize,
+    duplicate: usize,
+    error: usize,
+}
+
+/// Appends the items of a JSON or binary (4.2) body, stamped with the
+/// caller's subject; answers 201 with one element per item (or, for a
+/// binary body with flag 2, the counts). Every queue is checked before
+/// anything is written: one refused queue refuses the whole push.
 pub(super) async fn push(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     Allowed(access): Allowed,
-    JsonBody(body): JsonBody<PushBody>,
-) -> Result<(StatusCode, Json<Vec<PushAnswer>>), ApiError> {
-    let items = body
-        .items
-        .ok_or_else(|| ApiError::BadRequest("items array is required".into()))?;
+    body: BinaryOrJson<PushBody>,
+) -> Result<Response, ApiError> {
     let producer_sub = producer_sub(&caller);
-    let mut bytes = 0;
-    let items = items
-        .into_iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let item = to_push_item(i, item, producer_sub.clone())?;
-            if let Content::Json(data) = &item.record.content {
-                bytes += data.len();
-            }
-            Ok(item)
+    let (mut items, counts) = match body {
+        BinaryOrJson::Json(body) => (json_items(body)?, false),
+        BinaryOrJson::Binary(bytes) => {
+            let push = binary::push::decode_push(&bytes, state.max_body_bytes)?;
+            (push.items, push.counts)
+        }
+    };
+    for item in &mut items {
+        item.record.producer_sub.clone_from(&producer_sub);
+    }
+    let bytes = items
+        .iter()
+        .map(|item| match &item.record.content {
+            Content::Json(data) => data.len(),
+            Content::Kafka(_) => 0,
         })
-        .collect::<Result<Vec<_>, ApiError>>()?;
+        .sum();
     let queues: Vec<String> = items.iter().map(|i| i.queue.clone()).collect();
     reserved::refuse(queues.iter().map(String::as_str))?;
     authorize::require_push(&state, &access, &queues).await?;
     let outcomes = state.engine.push(items).await?;
     received(bytes, outcomes.len());
-    let answers = outcomes
+    if counts {
+        let duplicate = outcomes
+            .iter()
+            .filter(|o| o.status == PushStatus::Duplicate)
+            .count();
+        let answer = PushCounts {
+            count: outcomes.len(),
+            queued: outcomes.len() - duplicate,
+            duplicate,
+            error: 0,
+        };
+        return Ok((StatusCode::CREATED, Json(answer)).into_response());
+    }
+    let answers: Vec<PushAnswer> = outcomes
         .into_iter()
         .zip(queues)
         .enumerate()
@@ -95,7 +123,17 @@ pub(super) async fn push(
             offset: o.offset,
         })
         .collect();
-    Ok((StatusCode::CREATED, Json(answers)))
+    Ok((StatusCode::CREATED, Json(answers)).into_response())
+}
+
+/// The items of a JSON body.
+fn json_items(body: PushBody) -> Result<Vec<PushItem>, ApiError> {
+    body.items
+        .ok_or_else(|| ApiError::BadRequest("items array is required".into()))?
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| to_push_item(i, item))
+        .collect()
 }
 
 /// Counts an accepted push in the HTTP door's traffic: once per request.
@@ -107,11 +145,9 @@ fn received(bytes: usize, records: usize) {
     traffic.batch_bytes.observe(bytes as f64);
 }
 
-fn to_push_item(
-    index: usize,
-    item: PushItemBody,
-    producer_sub: Option<String>,
-) -> Result<PushItem, ApiError> {
+/// One item of a JSON body, without a producer subject (the handler
+/// stamps it).
+fn to_push_item(index: usize, item: PushItemBody) -> Result<PushItem, ApiError> {
     let queue = item
         .queue
         .ok_or_else(|| ApiError::BadRequest(format!("items[{index}].queue is required")))?;
@@ -130,7 +166,7 @@ fn to_push_item(
             transaction_id: item.transaction_id,
             // An unparsable trace id is ignored, as the spec asks, not refused.
             trace_id: item.trace_id.and_then(|t| Uuid::parse_str(&t).ok()),
-            producer_sub,
+            producer_sub: None,
             content: Content::Json(data),
         },
     })

@@ -15,7 +15,8 @@ use uuid::Uuid;
 
 use super::auth::{producer_sub, Caller};
 use super::authorize::{self, Allowed};
-use super::body::JsonBody;
+use super::binary;
+use super::body::{parse_json, BinaryOrJson};
 use super::error::ApiError;
 use super::kv::{parse_ops, precondition_json, result_json, KvOps};
 use super::lenient::{self, Loose, Object, PartitionIdValue, StatusValue};
@@ -80,19 +81,34 @@ enum Echo {
     Push { queue: String },
 }
 
-/// Runs a transaction and answers its verdict. Its pushes are stamped
-/// with the caller's subject.
+/// Runs a transaction, from a JSON body or the binary one of spec 4.3
+/// (its JSON head, then its pushes after the head's operations), and
+/// answers its verdict. Its pushes are stamped with the caller's subject.
 pub(super) async fn transaction(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
     Allowed(access): Allowed,
-    JsonBody(body): JsonBody<Loose<Object<TxnBody>>>,
+    body: BinaryOrJson<Loose<Object<TxnBody>>>,
 ) -> Result<Json<Value>, ApiError> {
     let id = storage::new_message_id();
-    let (mut request, echoes, kv_names) = match parse(body) {
+    let (body, pushes, counts) = match body {
+        BinaryOrJson::Json(body) => (body, Vec::new(), false),
+        BinaryOrJson::Binary(bytes) => {
+            let txn = binary::push::decode_transaction(&bytes, state.max_body_bytes)?;
+            (parse_json(txn.head)?, txn.pushes, txn.counts)
+        }
+    };
+    let (mut request, mut echoes, kv_names) = match parse(body) {
         Ok(parsed) => parsed,
         Err(error) => return Ok(Json(bad_request(id, &error))),
     };
+    // A binary body's pushes answer after the head's operations (4.3).
+    for item in pushes {
+        echoes.push(Echo::Push {
+            queue: item.queue.clone(),
+        });
+        request.operations.push(TxnOp::Push(item));
+    }
     reserved::refuse(request.operations.iter().filter_map(|op| match op {
         TxnOp::Push(item) => Some(item.queue.as_str()),
         TxnOp::Ack { .. } => None,
@@ -115,6 +131,9 @@ pub(super) async fn transaction(
         Err(e) => return Err(e.into()),
     };
     Ok(Json(match outcome {
+        TxnOutcome::Committed { operations, kv } if counts => {
+            counted(id, &operations, &kv, &kv_names)
+        }
         TxnOutcome::Committed { operations, kv } => {
             let mut results = Vec::with_capacity(operations.len() + kv.len());
             for (index, (result, echo)) in operations.iter().zip(&echoes).enumerate() {
@@ -142,16 +161,49 @@ pub(super) async fn transaction(
                     }
                 });
             }
-            for (j, (result, name)) in kv.iter().zip(&kv_names).enumerate() {
-                let mut r = result_json(operations.len() + j, name, result);
-                r.insert("type".into(), json!("kv"));
-                r.insert("opIndex".into(), json!(j));
-                results.push(Value::Object(r));
-            }
+            results.extend(kv_results(operations.len(), &kv, &kv_names));
             json!({"transactionId": id, "success": true, "results": results})
         }
         TxnOutcome::RolledBack(rollback) => rolled_back(id, &rollback),
     }))
+}
+
+/// The committed answer with flag 2 of a binary body: the pushes and acks
+/// counted (`pushed`, `duplicate`, `acked`), the KV results listed.
+fn counted(
+    id: Uuid,
+    operations: &[TxnOpResult],
+    kv: &[storage::KvResult],
+    kv_names: &[String],
+) -> Value {
+    let (mut pushed, mut duplicate, mut acked) = (0, 0, 0);
+    for result in operations {
+        match result {
+            TxnOpResult::Push(o) if o.status == PushStatus::Duplicate => duplicate += 1,
+            TxnOpResult::Push(_) => pushed += 1,
+            TxnOpResult::Ack(_) => acked += 1,
+        }
+    }
+    let results: Vec<Value> = kv_results(0, kv, kv_names).collect();
+    json!({"transactionId": id, "success": true, "pushed": pushed, "duplicate": duplicate,
+           "acked": acked, "results": results})
+}
+
+/// The results of the KV riders, the first at flat index `first`.
+fn kv_results<'a>(
+    first: usize,
+    kv: &'a [storage::KvResult],
+    kv_names: &'a [String],
+) -> impl Iterator<Item = Value> + 'a {
+    kv.iter()
+        .zip(kv_names)
+        .enumerate()
+        .map(move |(j, (result, name))| {
+            let mut r = result_json(first + j, name, result);
+            r.insert("type".into(), json!("kv"));
+            r.insert("opIndex".into(), json!(j));
+            Value::Object(r)
+        })
 }
 
 /// Checks every operation of the bundle before any runs, each as its own

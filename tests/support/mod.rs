@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod binary;
 pub(crate) mod burrow;
 pub(crate) mod go;
 pub(crate) mod kafka;
