@@ -197,7 +197,7 @@ impl Step {
              metadata, one topic      {}\n  \
              pop + ack (batch 1)      {}\n  \
              GET resources/queues     {:9.1} ms\n  \
-             metadata, all topics     {:9.1} ms ({} KiB)\n  \
+             metadata, all topics     {:9.1} ms ({:.1} KiB)\n  \
              broker RSS               {:9.1} MiB (peak {:.1}); {connection}",
             self.topics,
             self.topics * partitions as usize,
@@ -210,7 +210,7 @@ impl Step {
             self.pop,
             ms(self.listing),
             ms(self.full_metadata),
-            self.full_metadata_bytes / 1024,
+            self.full_metadata_bytes as f64 / 1024.0,
             self.rss_mib,
             self.peak_rss_mib,
         );
@@ -278,7 +278,10 @@ fn commit_group(raw: &mut Raw, g: usize, topics: usize) {
     let answer: OffsetCommitResponse = raw
         .call(ApiKey::OffsetCommit, 8, &request)
         .expect("OffsetCommit answered");
-    assert_eq!(answer.topics[0].partitions[0].error_code, 0, "commit of group {g}");
+    assert_eq!(
+        answer.topics[0].partitions[0].error_code, 0,
+        "commit of group {g}"
+    );
 }
 
 /// A Produce of one batch of 10 records of 100 bytes to partition 0 of
@@ -528,11 +531,10 @@ async fn scenario(backend: &str, args: &Args) -> Vec<Step> {
         let new = share(args.connections, step, args.topics).saturating_sub(idle.len());
         let before = rss_mib(pid);
         let k = kafka.clone();
-        let opened = blocking(move || (0..new).map(|_| idle_connection(&k)).collect::<Vec<_>>())
-            .await;
+        let opened =
+            blocking(move || (0..new).map(|_| idle_connection(&k)).collect::<Vec<_>>()).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let per_connection_kib =
-            (new > 0).then(|| (rss_mib(pid) - before) * 1024.0 / new as f64);
+        let per_connection_kib = (new > 0).then(|| (rss_mib(pid) - before) * 1024.0 / new as f64);
         idle.extend(opened);
 
         let (requests, k) = (args.requests, kafka.clone());
@@ -587,8 +589,16 @@ fn summary(backend: &str, steps: &[Step]) {
     let per_connection = steps
         .iter()
         .filter_map(|s| s.per_connection_kib)
-        .fold(None, |max: Option<f64>, k| Some(max.map_or(k, |m| m.max(k))));
-    let listed = |d: Duration| if d < Duration::from_secs(1) { "ok" } else { "MISSED" };
+        .fold(None, |max: Option<f64>, k| {
+            Some(max.map_or(k, |m| m.max(k)))
+        });
+    let listed = |d: Duration| {
+        if d < Duration::from_secs(1) {
+            "ok"
+        } else {
+            "MISSED"
+        }
+    };
     println!(
         "{backend:8} summary, {} topics against {}: p50 ratios {} (goal ≤ 1.20: {}); burst {:.2}; \
          idle connection at most {} (goal ≤ 64 KiB); GET resources/queues {:.0} ms, full metadata {:.0} ms \
