@@ -49,9 +49,6 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use kafka_protocol::ResponseError;
 use rdkafka::producer::{DefaultProducerContext, Producer, ThreadedProducer};
 use support::security::Raw;
@@ -287,33 +284,12 @@ fn commit_group(raw: &mut Raw, g: usize, topics: usize) {
 /// A Produce of one batch of 10 records of 100 bytes to partition 0 of
 /// [`MEASURED`].
 fn produce_request() -> ProduceRequest {
-    let records: Vec<Record> = (0..10)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i,
-            sequence: -1,
-            timestamp: 1_700_000_000_000,
-            key: None,
-            value: Some(bytes::Bytes::from_static(&[b'x'; 100])),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut batch = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut batch,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("batch");
+    let batch = support::kafka::record_batch(
+        -1,
+        -1,
+        -1,
+        vec![bytes::Bytes::from_static(&[b'x'; 100]); 10],
+    );
     ProduceRequest::default()
         .with_acks(-1)
         .with_timeout_ms(30_000)
@@ -321,7 +297,7 @@ fn produce_request() -> ProduceRequest {
             .with_name(name(MEASURED))
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(0)
-                .with_records(Some(batch.freeze()))])])
+                .with_records(Some(batch))])])
 }
 
 /// A Fetch of up to 64 KiB from offset 0 of partition 0 of the topic with
