@@ -15,9 +15,6 @@ use std::time::{Duration, Instant};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -196,33 +193,10 @@ async fn idempotent_producer_moves_between_two_brokers_on_postgres() {
 
 /// A Produce request carrying one idempotent batch of `n` records.
 fn produce_request(producer_id: i64, epoch: i16, sequence: i32, n: usize) -> ProduceRequest {
-    let records: Vec<kafka_protocol::records::Record> = (0..n)
-        .map(|i| kafka_protocol::records::Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: sequence + i as i32,
-            timestamp: 1_700_000_000_000,
-            key: None,
-            value: Some(bytes::Bytes::from(format!("r{i}"))),
-            headers: Default::default(),
-        })
+    let values = (0..n)
+        .map(|i| bytes::Bytes::from(format!("r{i}")))
         .collect();
-    let mut batch = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut batch,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("batch");
+    let batch = support::kafka::record_batch(producer_id, epoch, sequence, values);
     ProduceRequest::default()
         .with_acks(-1)
         .with_timeout_ms(5000)
@@ -230,7 +204,7 @@ fn produce_request(producer_id: i64, epoch: i16, sequence: i32, n: usize) -> Pro
             .with_name(TopicName(StrBytes::from_static_str("replayed")))
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(0)
-                .with_records(Some(batch.freeze()))])])
+                .with_records(Some(batch))])])
 }
 
 /// Sends the request as Produce v9 and returns the partition's (error

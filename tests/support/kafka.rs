@@ -92,3 +92,51 @@ pub(crate) fn call<A: Decodable>(
     ResponseHeader::decode(&mut answer, api.response_header_version(version)).expect("header");
     A::decode(&mut answer, version).expect("answer body")
 }
+
+/// One uncompressed record batch (v2) of `values`, by producer
+/// `producer_id` at `epoch` from sequence `sequence` on (all -1: not
+/// idempotent).
+pub(crate) fn record_batch(
+    producer_id: i64,
+    epoch: i16,
+    sequence: i32,
+    values: Vec<bytes::Bytes>,
+) -> bytes::Bytes {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let records: Vec<Record> = values
+        .into_iter()
+        .enumerate()
+        .map(|(i, value)| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id,
+            producer_epoch: epoch,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: if sequence < 0 {
+                -1
+            } else {
+                sequence + i as i32
+            },
+            timestamp: 1_700_000_000_000,
+            key: None,
+            value: Some(value),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut batch = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut batch,
+        &records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .expect("batch");
+    batch.freeze()
+}

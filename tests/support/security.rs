@@ -201,11 +201,13 @@ impl Raw {
     }
 
     pub(crate) fn send_raw(&mut self, body: &[u8]) {
+        // One write: a length prefix sent alone would hold the body back
+        // (Nagle) until the broker's delayed ACK, up to 40 ms per request.
+        let mut frame = Vec::with_capacity(4 + body.len());
+        frame.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        frame.extend_from_slice(body);
         // The broker may already have closed: a failed write shows as EOF.
-        let _ = self
-            .stream
-            .write_all(&(body.len() as i32).to_be_bytes())
-            .and_then(|()| self.stream.write_all(body));
+        let _ = self.stream.write_all(&frame);
     }
 
     /// The next frame, or `None` when the broker closed the connection.

@@ -194,42 +194,42 @@ impl Engine {
             return Ok(None);
         };
         let now = self.inner.clock.now_ms();
-        let positions = sql::groups::positions(&self.inner.store, group, Some(queue), now).await?;
-        let dead: HashMap<PartitionId, i64> =
-            sql::dead_letters::counts(&self.inner.store, info.id, group)
-                .await?
-                .into_iter()
-                .collect();
-        let groups: BTreeSet<&str> = match group {
-            Some(g) => BTreeSet::from([g]),
-            None => positions.iter().map(|p| p.group.as_str()).collect(),
-        };
-        let depths = info
-            .partitions
-            .iter()
-            .map(|p| {
-                let slowest = slowest(&positions, &groups, p.id);
-                let total = (p.next_offset - p.log_start).max(0);
-                let (committed, processing, failed) = match slowest {
-                    Some(pos) => (
-                        pos.committed_offset.clamp(p.log_start, p.next_offset),
-                        pos.processing(),
-                        i64::from(pos.retry_count > 0),
-                    ),
-                    None => (p.log_start, 0, 0),
-                };
-                PartitionDepth {
-                    partition_id: p.id,
-                    total,
-                    completed: committed - p.log_start,
-                    processing,
-                    pending: (p.next_offset - committed - processing).max(0),
-                    failed,
-                    dead_letter: dead.get(&p.id).copied().unwrap_or(0),
-                }
-            })
+        let store = &self.inner.store;
+        let positions = sql::groups::positions(store, group, Some(queue), now).await?;
+        let dead = sql::dead_letters::counts(store, Some(info.id), group)
+            .await?
+            .into_iter()
             .collect();
+        let depths = partition_depths(&info, &positions, &dead, group);
         Ok(Some((info, depths)))
+    }
+
+    /// Every queue, by name, with the depth of each of its partitions for
+    /// its slowest group (as [`Engine::depth`] counts without a group), in
+    /// the same few statements however many queues there are.
+    pub async fn depths(&self) -> Result<Vec<(QueueInfo, Vec<PartitionDepth>)>> {
+        let store = &self.inner.store;
+        let queues = self.queues().await?;
+        let now = self.inner.clock.now_ms();
+        let mut by_queue: HashMap<String, Vec<GroupPosition>> = HashMap::new();
+        for position in sql::groups::positions(store, None, None, now).await? {
+            by_queue
+                .entry(position.queue.clone())
+                .or_default()
+                .push(position);
+        }
+        let dead = sql::dead_letters::counts(store, None, None)
+            .await?
+            .into_iter()
+            .collect();
+        Ok(queues
+            .into_iter()
+            .map(|info| {
+                let positions = by_queue.remove(&info.name).unwrap_or_default();
+                let depths = partition_depths(&info, &positions, &dead, None);
+                (info, depths)
+            })
+            .collect())
     }
 
     /// A message of a partition by transaction id, with its state. Found
@@ -388,15 +388,61 @@ impl Engine {
     }
 }
 
+/// The depth of each partition of `info` for `group`, or (without one)
+/// for the slowest of the groups with `positions` on the queue; `dead`
+/// counts dead letters by partition.
+fn partition_depths(
+    info: &QueueInfo,
+    positions: &[GroupPosition],
+    dead: &HashMap<PartitionId, i64>,
+    group: Option<&str>,
+) -> Vec<PartitionDepth> {
+    let groups: BTreeSet<&str> = match group {
+        Some(g) => BTreeSet::from([g]),
+        None => positions.iter().map(|p| p.group.as_str()).collect(),
+    };
+    // Each partition looks only at its own positions, however many groups
+    // the queue's other partitions have.
+    let mut on: HashMap<PartitionId, Vec<&GroupPosition>> = HashMap::new();
+    for position in positions {
+        on.entry(position.partition_id).or_default().push(position);
+    }
+    info.partitions
+        .iter()
+        .map(|p| {
+            let here = on.get(&p.id).into_iter().flatten().copied();
+            let slowest = slowest(here, &groups, p.id);
+            let total = (p.next_offset - p.log_start).max(0);
+            let (committed, processing, failed) = match slowest {
+                Some(pos) => (
+                    pos.committed_offset.clamp(p.log_start, p.next_offset),
+                    pos.processing(),
+                    i64::from(pos.retry_count > 0),
+                ),
+                None => (p.log_start, 0, 0),
+            };
+            PartitionDepth {
+                partition_id: p.id,
+                total,
+                completed: committed - p.log_start,
+                processing,
+                pending: (p.next_offset - committed - processing).max(0),
+                failed,
+                dead_letter: dead.get(&p.id).copied().unwrap_or(0),
+            }
+        })
+        .collect()
+}
+
 /// The position of the slowest of `groups` on the partition; a group
 /// without a position there has not started, which counts as slowest.
 fn slowest<'a>(
-    positions: &'a [GroupPosition],
+    positions: impl IntoIterator<Item = &'a GroupPosition>,
     groups: &BTreeSet<&str>,
     partition_id: PartitionId,
 ) -> Option<&'a GroupPosition> {
     let here: Vec<&GroupPosition> = positions
-        .iter()
+        .into_iter()
         .filter(|p| p.partition_id == partition_id && groups.contains(p.group.as_str()))
         .collect();
     if here.len() < groups.len() {

@@ -55,21 +55,33 @@ pub(crate) async fn file(conn: &mut Conn<'_>, letter: &NewDeadLetter<'_>) -> Res
     Ok(())
 }
 
-/// Dead letters per partition of a queue (optionally of one group):
-/// (partition id, count).
+/// Dead letters per partition of a queue, or of every queue (and
+/// optionally of one group): (partition id, count).
 pub(crate) async fn counts(
     store: &Store,
-    queue_id: i64,
+    queue_id: Option<i64>,
     group: Option<&str>,
 ) -> Result<Vec<(PartitionId, i64)>> {
-    Ok(on_db!(store.reader(), pool => sqlx::query_as(
-        "SELECT partition_id, COUNT(*) FROM dead_letters WHERE queue_id = $1 \
-         AND ($2 = '' OR consumer_group = $2) GROUP BY partition_id",
-    )
-    .bind(queue_id)
-    .bind(group.unwrap_or(""))
-    .fetch_all(pool)
-    .await?))
+    // Without a queue the whole table is read once (the queue listing); a
+    // queue's counts are an index probe.
+    let group = group.unwrap_or("");
+    Ok(match queue_id {
+        Some(queue_id) => on_db!(store.reader(), pool => sqlx::query_as(
+            "SELECT partition_id, COUNT(*) FROM dead_letters WHERE queue_id = $1 \
+             AND ($2 = '' OR consumer_group = $2) GROUP BY partition_id",
+        )
+        .bind(queue_id)
+        .bind(group)
+        .fetch_all(pool)
+        .await?),
+        None => on_db!(store.reader(), pool => sqlx::query_as(
+            "SELECT partition_id, COUNT(*) FROM dead_letters \
+             WHERE $1 = '' OR consumer_group = $1 GROUP BY partition_id",
+        )
+        .bind(group)
+        .fetch_all(pool)
+        .await?),
+    })
 }
 
 /// A page of a queue's dead letters, newest first, and how many match.

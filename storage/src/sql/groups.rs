@@ -70,7 +70,21 @@ pub(crate) async fn positions(
     queue: Option<&str>,
     now: i64,
 ) -> Result<Vec<GroupPosition>> {
-    let rows: Vec<PositionRow> = on_db!(store.reader(), pool => sqlx::query_as(
+    // Only the filters asked for, so that each is an index probe: a filter
+    // that can be switched off (`$1 = '' OR …`) reads every position.
+    let mut filters = Vec::new();
+    let mut values = Vec::new();
+    for (column, value) in [("c.consumer_group", group), ("q.name", queue)] {
+        if let Some(value) = value {
+            values.push(value);
+            filters.push(format!("{column} = ${}", values.len()));
+        }
+    }
+    let filter = match filters.is_empty() {
+        true => String::new(),
+        false => format!("WHERE {}", filters.join(" AND ")),
+    };
+    let sql = format!(
         "SELECT c.consumer_group, q.name AS queue, p.name AS partition, p.id AS partition_id, \
          c.committed_offset, p.next_offset, p.log_start, c.retry_count, c.updated_at, \
          l.expires_at AS lease_expires_at, l.span_end, \
@@ -81,13 +95,15 @@ pub(crate) async fn positions(
          JOIN queues q ON q.id = p.queue_id \
          LEFT JOIN consumer_leases l ON l.partition_id = c.partition_id \
          AND l.consumer_group = c.consumer_group \
-         WHERE ($1 = '' OR c.consumer_group = $1) AND ($2 = '' OR q.name = $2) \
-         ORDER BY c.consumer_group, q.name, p.kafka_index",
-    )
-    .bind(group.unwrap_or(""))
-    .bind(queue.unwrap_or(""))
-    .fetch_all(pool)
-    .await?);
+         {filter} ORDER BY c.consumer_group, q.name, p.kafka_index"
+    );
+    let rows: Vec<PositionRow> = on_db!(store.reader(), pool => {
+        let mut query = sqlx::query_as(&sql);
+        for value in &values {
+            query = query.bind(*value);
+        }
+        query.fetch_all(pool).await?
+    });
     Ok(rows.into_iter().map(|r| r.into_position(now)).collect())
 }
 

@@ -789,3 +789,57 @@ pub(crate) async fn depth_counts_from_positions_and_leases(db: &Db) {
     assert_eq!(m.offset, 9);
     assert!(engine.message(pid, "nope").await.expect("lookup").is_none());
 }
+
+/// The depths of every queue at once (the queue listing) are, queue by
+/// queue, what [`Engine::depth`] answers without a group: with groups at
+/// different places on different queues and partitions, leases, dead
+/// letters and an untouched queue.
+pub(crate) async fn depths_of_every_queue_match_each_depth(db: &Db) {
+    let engine = db.engine().await;
+    push_n(&engine, "a", "p0", 0, 6).await;
+    push_n(&engine, "a", "p1", 6, 4).await;
+    push_n(&engine, "b", "p0", 0, 5).await;
+    push_n(&engine, "c", "p0", 0, 3).await;
+    // On a: the queue-mode group holds a lease, "g" consumed some and
+    // filed a dead letter; "late" started on one partition only (which
+    // group is slowest where depends on the partitions each pop chose).
+    let held = pop(&engine, "a", QUEUE_MODE_GROUP, 2).await;
+    assert_eq!(held.messages.len(), 2);
+    let taken = pop(&engine, "a", "g", 3).await;
+    let mut items = acks(&taken, AckStatus::Completed);
+    items[1].status = AckStatus::Dlq;
+    assert!(ack(&engine, "g", items)
+        .await
+        .iter()
+        .all(AckResult::success));
+    let late = pop(&engine, "a", "late", 1).await;
+    assert!(ack(&engine, "late", acks(&late, AckStatus::Completed))
+        .await
+        .iter()
+        .all(AckResult::success));
+    // On b: one group done with everything.
+    let all = pop(&engine, "b", "g", 10).await;
+    assert!(ack(&engine, "g", acks(&all, AckStatus::Completed))
+        .await
+        .iter()
+        .all(AckResult::success));
+    // c is never consumed.
+
+    let listed = engine.depths().await.expect("depths");
+    let names: Vec<&str> = listed.iter().map(|(q, _)| q.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    for (queue, depths) in &listed {
+        let (one, expected) = engine
+            .depth(&queue.name, None)
+            .await
+            .expect("depth")
+            .expect("queue");
+        assert_eq!(one, *queue);
+        assert_eq!(*depths, expected, "queue {}", queue.name);
+    }
+    let sum =
+        |q: usize, f: fn(&storage::PartitionDepth) -> i64| listed[q].1.iter().map(f).sum::<i64>();
+    assert_eq!(sum(0, |d| d.dead_letter), 1);
+    assert_eq!((sum(1, |d| d.completed), sum(1, |d| d.pending)), (5, 0));
+    assert_eq!((sum(2, |d| d.total), sum(2, |d| d.pending)), (3, 3));
+}
