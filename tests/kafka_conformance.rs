@@ -23,7 +23,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::records::RecordBatchDecoder;
 use kafka_protocol::ResponseError;
-use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
@@ -141,6 +141,7 @@ support::broker_scenarios!(&[];
     internal_topics_cannot_be_deleted,
     partition_admin_calls_answer_as_a_single_broker_kafka,
     every_version_of_the_partition_admin_apis_is_answered,
+    a_log_append_time_topic_stamps_records_with_the_broker_time,
 );
 
 async fn a_fetch_stays_within_its_max_bytes(broker: &Broker) {
@@ -607,4 +608,73 @@ async fn every_version_of_the_partition_admin_apis_is_answered(broker: &Broker) 
     })
     .await
     .expect("requests");
+}
+
+/// The timestamp of the first record of partition 0 of `topic`.
+fn first_timestamp(broker: &Broker, topic: &str) -> i64 {
+    use rdkafka::message::Message;
+    let consumer: BaseConsumer = config(broker)
+        .set("group.id", format!("{topic}-reader"))
+        .create()
+        .expect("consumer");
+    let mut assignment = rdkafka::TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, 0, rdkafka::Offset::Beginning)
+        .expect("assignment");
+    consumer.assign(&assignment).expect("assigned");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while std::time::Instant::now() < deadline {
+        if let Some(message) = consumer.poll(Duration::from_millis(200)) {
+            let message = message.expect("a record");
+            return message.timestamp().to_millis().expect("a timestamp");
+        }
+    }
+    panic!("nothing read from {topic}");
+}
+
+async fn a_log_append_time_topic_stamps_records_with_the_broker_time(broker: &Broker) {
+    let admin: AdminClient<DefaultClientContext> = config(broker).create().expect("admin");
+    let topics = [
+        NewTopic::new("stamped", 1, TopicReplication::Fixed(1))
+            .set("message.timestamp.type", "LogAppendTime"),
+        NewTopic::new("as-produced", 1, TopicReplication::Fixed(1)),
+    ];
+    for created in admin
+        .create_topics(&topics, &AdminOptions::new())
+        .await
+        .expect("answered")
+    {
+        created.expect("created");
+    }
+    let producer: FutureProducer = config(broker).create().expect("producer");
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis() as i64
+    };
+    let before = now();
+    for topic in ["stamped", "as-produced"] {
+        let record = FutureRecord::<[u8], [u8]>::to(topic)
+            .partition(0)
+            .payload(b"x")
+            .timestamp(1_000);
+        producer
+            .send(record, TIMEOUT)
+            .await
+            .unwrap_or_else(|(e, _)| panic!("produce to {topic}: {e}"));
+    }
+    let after = now();
+    tokio::task::block_in_place(|| {
+        let stamped = first_timestamp(broker, "stamped");
+        assert!(
+            (before..=after).contains(&stamped),
+            "the broker's time {stamped} is within {before}..={after}"
+        );
+        assert_eq!(
+            first_timestamp(broker, "as-produced"),
+            1_000,
+            "CreateTime keeps the producer's"
+        );
+    });
 }
