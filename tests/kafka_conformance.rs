@@ -1,7 +1,9 @@
 //! Where the Kafka door used to differ from Kafka, each case as Kafka
 //! answers it, against the running binary on SQLite and PostgreSQL: the
 //! request-level `max_bytes` of a Fetch (KIP-74), illegal topic names,
-//! strings with a NUL byte, and the states and kinds of classic groups.
+//! strings with a NUL byte, the states and kinds of classic groups, the
+//! internal topics no client deletes, and the admin APIs about where
+//! partitions live (DescribeLogDirs, ElectLeaders, reassignments).
 
 mod support;
 
@@ -21,8 +23,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::records::RecordBatchDecoder;
 use kafka_protocol::ResponseError;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use support::kafka::{call, create_topic};
 use support::Broker;
@@ -133,6 +138,10 @@ support::broker_scenarios!(&[];
     a_group_whose_members_left_is_empty_and_can_be_deleted,
     authorized_operations_are_every_operation_without_an_authorizer,
     an_old_client_joins_a_group_with_join_group_v0,
+    internal_topics_cannot_be_deleted,
+    partition_admin_calls_answer_as_a_single_broker_kafka,
+    every_version_of_the_partition_admin_apis_is_answered,
+    a_log_append_time_topic_stamps_records_with_the_broker_time,
 );
 
 async fn a_fetch_stays_within_its_max_bytes(broker: &Broker) {
@@ -454,4 +463,218 @@ async fn an_old_client_joins_a_group_with_join_group_v0(broker: &Broker) {
     })
     .await
     .expect("requests");
+}
+
+async fn internal_topics_cannot_be_deleted(broker: &Broker) {
+    // A commit writes the offsets log, so `__consumer_offsets` exists.
+    create_topic(&broker.kafka, "kept", 1).await;
+    let consumer: BaseConsumer = config(broker)
+        .set("group.id", "keeper")
+        .create()
+        .expect("consumer");
+    let mut positions = rdkafka::TopicPartitionList::new();
+    positions
+        .add_partition_offset("kept", 0, rdkafka::Offset::Offset(0))
+        .expect("position");
+    consumer
+        .commit(&positions, CommitMode::Sync)
+        .expect("committed");
+    let internal = ["__consumer_offsets", "__transaction_state"];
+    assert!(topic_names_async(broker)
+        .await
+        .contains(&internal[0].to_owned()));
+
+    let admin: AdminClient<DefaultClientContext> = config(broker).create().expect("admin");
+    let deleted = admin
+        .delete_topics(&internal, &AdminOptions::new())
+        .await
+        .expect("answered");
+    for (name, result) in internal.iter().zip(&deleted) {
+        assert_eq!(
+            result,
+            &Err(((*name).to_owned(), RDKafkaErrorCode::InvalidTopic)),
+            "{name}"
+        );
+    }
+    // Still there, with the commit in it.
+    assert!(topic_names_async(broker)
+        .await
+        .contains(&internal[0].to_owned()));
+    let committed = consumer
+        .committed_offsets(positions, TIMEOUT)
+        .expect("committed offsets");
+    let offset = committed.find_partition("kept", 0).map(|p| p.offset());
+    assert_eq!(offset, Some(rdkafka::Offset::Offset(0)));
+}
+
+/// [`topic_names`] off the async runtime's threads.
+async fn topic_names_async(broker: &Broker) -> Vec<String> {
+    let kafka = broker.kafka.clone();
+    tokio::task::spawn_blocking(move || topic_names(&kafka))
+        .await
+        .expect("metadata")
+}
+
+async fn partition_admin_calls_answer_as_a_single_broker_kafka(broker: &Broker) {
+    tokio::task::block_in_place(|| support::python::run("kafka_partition_admin.py", broker, &[]));
+}
+
+async fn every_version_of_the_partition_admin_apis_is_answered(broker: &Broker) {
+    use kafka_protocol::messages::{
+        describe_log_dirs_request, elect_leaders_request, AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse, DescribeLogDirsRequest, DescribeLogDirsResponse,
+        ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+    };
+    create_topic(&broker.kafka, "placed", 2).await;
+    let kafka = broker.kafka.clone();
+    tokio::task::spawn_blocking(move || {
+        let name = || TopicName("placed".to_owned().into());
+        for version in 1..=4 {
+            let request = DescribeLogDirsRequest::default().with_topics(Some(vec![
+                describe_log_dirs_request::DescribableLogDirTopic::default()
+                    .with_topic(name())
+                    .with_partitions(vec![1, 5]),
+            ]));
+            let answer: DescribeLogDirsResponse =
+                call(&kafka, ApiKey::DescribeLogDirs, version, &request);
+            assert_eq!(answer.error_code, 0, "v{version}");
+            let [dir] = &answer.results[..] else {
+                panic!("one log dir at v{version}: {answer:?}");
+            };
+            let listed: Vec<_> = dir
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions
+                        .iter()
+                        .map(|p| (t.name.to_string(), p.partition_index))
+                })
+                .collect();
+            assert_eq!(listed, vec![("placed".to_owned(), 1)], "v{version}");
+        }
+        for version in 0..=2 {
+            let request = ElectLeadersRequest::default().with_topic_partitions(Some(vec![
+                elect_leaders_request::TopicPartitions::default()
+                    .with_topic(name())
+                    .with_partitions(vec![0, 2]),
+            ]));
+            let answer: ElectLeadersResponse =
+                call(&kafka, ApiKey::ElectLeaders, version, &request);
+            let codes: Vec<i16> = answer.replica_election_results[0]
+                .partition_result
+                .iter()
+                .map(|p| p.error_code)
+                .collect();
+            let expected = vec![
+                ResponseError::ElectionNotNeeded.code(),
+                ResponseError::UnknownTopicOrPartition.code(),
+            ];
+            assert_eq!(codes, expected, "v{version}");
+        }
+        // For all partitions (a null list) Kafka lists each topic without
+        // the partitions that need no election.
+        let request = ElectLeadersRequest::default().with_topic_partitions(None);
+        let answer: ElectLeadersResponse = call(&kafka, ApiKey::ElectLeaders, 2, &request);
+        let placed: Vec<_> = answer
+            .replica_election_results
+            .iter()
+            .filter(|r| r.topic.as_str() == "placed")
+            .map(|r| r.partition_result.len())
+            .collect();
+        assert_eq!((answer.error_code, placed), (0, vec![0]));
+        // An election type Kafka does not know refuses the whole request.
+        let request = ElectLeadersRequest::default()
+            .with_election_type(7)
+            .with_topic_partitions(None);
+        let answer: ElectLeadersResponse = call(&kafka, ApiKey::ElectLeaders, 2, &request);
+        assert_eq!(answer.error_code, ResponseError::InvalidRequest.code());
+        for version in 0..=1 {
+            let answer: AlterPartitionReassignmentsResponse = call(
+                &kafka,
+                ApiKey::AlterPartitionReassignments,
+                version,
+                &AlterPartitionReassignmentsRequest::default(),
+            );
+            assert_eq!(answer.error_code, 0, "v{version}");
+        }
+        let answer: ListPartitionReassignmentsResponse = call(
+            &kafka,
+            ApiKey::ListPartitionReassignments,
+            0,
+            &ListPartitionReassignmentsRequest::default().with_topics(None),
+        );
+        assert_eq!((answer.error_code, answer.topics.len()), (0, 0));
+    })
+    .await
+    .expect("requests");
+}
+
+/// The timestamp of the first record of partition 0 of `topic`.
+fn first_timestamp(broker: &Broker, topic: &str) -> i64 {
+    use rdkafka::message::Message;
+    let consumer: BaseConsumer = config(broker)
+        .set("group.id", format!("{topic}-reader"))
+        .create()
+        .expect("consumer");
+    let mut assignment = rdkafka::TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, 0, rdkafka::Offset::Beginning)
+        .expect("assignment");
+    consumer.assign(&assignment).expect("assigned");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while std::time::Instant::now() < deadline {
+        if let Some(message) = consumer.poll(Duration::from_millis(200)) {
+            let message = message.expect("a record");
+            return message.timestamp().to_millis().expect("a timestamp");
+        }
+    }
+    panic!("nothing read from {topic}");
+}
+
+async fn a_log_append_time_topic_stamps_records_with_the_broker_time(broker: &Broker) {
+    let admin: AdminClient<DefaultClientContext> = config(broker).create().expect("admin");
+    let topics = [
+        NewTopic::new("stamped", 1, TopicReplication::Fixed(1))
+            .set("message.timestamp.type", "LogAppendTime"),
+        NewTopic::new("as-produced", 1, TopicReplication::Fixed(1)),
+    ];
+    for created in admin
+        .create_topics(&topics, &AdminOptions::new())
+        .await
+        .expect("answered")
+    {
+        created.expect("created");
+    }
+    let producer: FutureProducer = config(broker).create().expect("producer");
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis() as i64
+    };
+    let before = now();
+    for topic in ["stamped", "as-produced"] {
+        let record = FutureRecord::<[u8], [u8]>::to(topic)
+            .partition(0)
+            .payload(b"x")
+            .timestamp(1_000);
+        producer
+            .send(record, TIMEOUT)
+            .await
+            .unwrap_or_else(|(e, _)| panic!("produce to {topic}: {e}"));
+    }
+    let after = now();
+    tokio::task::block_in_place(|| {
+        let stamped = first_timestamp(broker, "stamped");
+        assert!(
+            (before..=after).contains(&stamped),
+            "the broker's time {stamped} is within {before}..={after}"
+        );
+        assert_eq!(
+            first_timestamp(broker, "as-produced"),
+            1_000,
+            "CreateTime keeps the producer's"
+        );
+    });
 }

@@ -304,6 +304,36 @@ const DESCRIBE_PRODUCERS: &[Field] = &[Field(
     ALL,
 )];
 
+const DESCRIBE_LOG_DIRS: &[Field] = &[Field(
+    Array(&[Field(Str, 0, ALL), Field(Ints, 0, ALL)]), // topic, partitions
+    0,
+    ALL,
+)];
+
+const ELECT_LEADERS: &[Field] = &[
+    Field(I8, 1, ALL),                                                // election_type
+    Field(Array(&[Field(Str, 0, ALL), Field(Ints, 0, ALL)]), 0, ALL), // topic_partitions
+    Field(I32, 0, ALL),                                               // timeout_ms
+];
+
+const ALTER_PARTITION_REASSIGNMENTS: &[Field] = &[
+    Field(I32, 0, ALL),  // timeout_ms
+    Field(Bool, 1, ALL), // allow_replication_factor_change
+    Field(
+        Array(&[
+            Field(Str, 0, ALL),                                               // name
+            Field(Array(&[Field(I32, 0, ALL), Field(Ints, 0, ALL)]), 0, ALL), // partitions: index, replicas
+        ]),
+        0,
+        ALL,
+    ),
+];
+
+const LIST_PARTITION_REASSIGNMENTS: &[Field] = &[
+    Field(I32, 0, ALL),                                               // timeout_ms
+    Field(Array(&[Field(Str, 0, ALL), Field(Ints, 0, ALL)]), 0, ALL), // topics
+];
+
 const FIND_COORDINATOR: &[Field] = &[
     Field(Str, 0, 3),    // key
     Field(I8, 1, ALL),   // key_type
@@ -624,6 +654,10 @@ fn schema(api: ApiKey) -> Option<(&'static [Field], i16)> {
         ApiKey::OffsetForLeaderEpoch => (OFFSET_FOR_LEADER_EPOCH, 4),
         ApiKey::InitProducerId => (INIT_PRODUCER_ID, 2),
         ApiKey::DescribeProducers => (DESCRIBE_PRODUCERS, 0),
+        ApiKey::DescribeLogDirs => (DESCRIBE_LOG_DIRS, 2),
+        ApiKey::ElectLeaders => (ELECT_LEADERS, 2),
+        ApiKey::AlterPartitionReassignments => (ALTER_PARTITION_REASSIGNMENTS, 0),
+        ApiKey::ListPartitionReassignments => (LIST_PARTITION_REASSIGNMENTS, 0),
         ApiKey::FindCoordinator => (FIND_COORDINATOR, 3),
         ApiKey::OffsetCommit => (OFFSET_COMMIT, 8),
         ApiKey::OffsetFetch => (OFFSET_FETCH, 6),

@@ -1,6 +1,7 @@
 //! What a produce must meet per topic, from the topic's configs: the
-//! largest batch (`max.message.bytes`) and whether records need a key
-//! (`cleanup.policy` with `compact`).
+//! largest batch (`max.message.bytes`), whether records need a key
+//! (`cleanup.policy` with `compact`) and whose time they carry
+//! (`message.timestamp.type`).
 //!
 //! A produce must not cost a catalog read, so each broker keeps the rules
 //! it read per topic for [`FRESH_FOR`]; this broker's own config changes
@@ -28,6 +29,9 @@ pub(crate) struct ProduceRules {
     /// Whether every record needs a key: a compacted topic refuses keyless
     /// records (`INVALID_RECORD`), as Kafka does.
     pub(crate) key_required: bool,
+    /// Whether records take the broker's time when appended
+    /// (`LogAppendTime`) rather than their producer's.
+    pub(crate) log_append_time: bool,
 }
 
 impl ProduceRules {
@@ -38,12 +42,14 @@ impl ProduceRules {
             return Self {
                 max_message_bytes: broker_max_message_bytes,
                 key_required: false,
+                log_append_time: false,
             };
         };
         let max = topic_configs::max_message_bytes(o, broker_max_message_bytes as i64);
         Self {
             max_message_bytes: usize::try_from(max).unwrap_or(0),
             key_required: topic_configs::cleanup_policy(o).compact,
+            log_append_time: topic_configs::log_append_time(o),
         }
     }
 }
@@ -93,18 +99,22 @@ mod tests {
             ProduceRules::of(Some(&o), 100),
             ProduceRules {
                 max_message_bytes: 100,
-                key_required: false
+                key_required: false,
+                log_append_time: false,
             }
         );
         o.topic_configs
             .insert("max.message.bytes".into(), "2048".into());
         o.topic_configs
             .insert("cleanup.policy".into(), "delete,compact".into());
+        o.topic_configs
+            .insert("message.timestamp.type".into(), "LogAppendTime".into());
         assert_eq!(
             ProduceRules::of(Some(&o), 100),
             ProduceRules {
                 max_message_bytes: 2048,
-                key_required: true
+                key_required: true,
+                log_append_time: true,
             }
         );
         assert_eq!(ProduceRules::of(None, 7).max_message_bytes, 7);

@@ -25,6 +25,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::DescribeProducers, 0, 0),
+    // Kafka 3.9 also serves DescribeLogDirs v0, which 4.0 and the crate dropped.
+    (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::ElectLeaders, 0, 2),
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::FindCoordinator, 0, 6),
     (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::OffsetFetch, 1, 9),

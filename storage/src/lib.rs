@@ -101,7 +101,7 @@ pub use model::{
 pub use options::QueueOptions;
 pub use record::{Content, Header, KafkaRecord, Record};
 pub use reseal::ResealReport;
-pub use stats::{GroupLag, PoolStats, TopicStats};
+pub use stats::{GroupLag, PartitionSize, PoolStats, TopicStats};
 pub use topics::TopicCreation;
 pub use txn::{TxnOp, TxnOpResult, TxnOutcome, TxnRequest, TxnRollback};
 pub use users::{ScramCredential, ScramMechanism, UserError, UserInfo};

@@ -46,6 +46,17 @@ pub struct GroupLag {
     pub lag: i64,
 }
 
+/// The stored size of one partition's log, as DescribeLogDirs reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionSize {
+    /// The queue or topic.
+    pub topic: String,
+    /// The partition's Kafka index.
+    pub index: i32,
+    /// The bytes of its segments that hold records from the log start on.
+    pub bytes: i64,
+}
+
 /// A connection pool's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolStats {
@@ -69,6 +80,13 @@ impl Engine {
     /// stored position (Kafka groups and native groups alike).
     pub async fn group_lag(&self, per_partition: bool) -> Result<Vec<GroupLag>> {
         sql::stats::lag(self.inner.store.reader(), per_partition).await
+    }
+
+    /// The stored size of every partition, in topic and index order: the
+    /// segments from the log start on, summed by the database in one
+    /// statement (a scan of the segment index, for an admin request).
+    pub async fn partition_sizes(&self) -> Result<Vec<PartitionSize>> {
+        sql::stats::partition_sizes(self.inner.store.reader()).await
     }
 
     /// The state of the connection pools (no database round trip).

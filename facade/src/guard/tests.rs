@@ -178,6 +178,45 @@ fn sample(api: ApiKey, version: i16) -> BytesMut {
                 .with_topics(two(t))
                 .encode(&mut buf, version)
         }
+        ApiKey::DescribeLogDirs => {
+            let t = describe_log_dirs_request::DescribableLogDirTopic::default()
+                .with_topic(topic.clone())
+                .with_partitions(vec![0, 1]);
+            DescribeLogDirsRequest::default()
+                .with_topics(Some(two(t)))
+                .encode(&mut buf, version)
+        }
+        ApiKey::ElectLeaders => {
+            let t = elect_leaders_request::TopicPartitions::default()
+                .with_topic(topic.clone())
+                .with_partitions(vec![0, 1]);
+            let mut r = ElectLeadersRequest::default().with_topic_partitions(Some(two(t)));
+            if version >= 1 {
+                r.election_type = 1;
+            }
+            r.encode(&mut buf, version)
+        }
+        ApiKey::AlterPartitionReassignments => {
+            use alter_partition_reassignments_request::*;
+            let p = ReassignablePartition::default()
+                .with_partition_index(1)
+                .with_replicas(Some(vec![BrokerId(1), BrokerId(2)]));
+            let t = ReassignableTopic::default()
+                .with_name(topic.clone())
+                .with_partitions(two(p));
+            AlterPartitionReassignmentsRequest::default()
+                .with_topics(two(t))
+                .encode(&mut buf, version)
+        }
+        ApiKey::ListPartitionReassignments => {
+            let t =
+                list_partition_reassignments_request::ListPartitionReassignmentsTopics::default()
+                    .with_name(topic.clone())
+                    .with_partition_indexes(vec![0, 1]);
+            ListPartitionReassignmentsRequest::default()
+                .with_topics(Some(two(t)))
+                .encode(&mut buf, version)
+        }
         ApiKey::FindCoordinator => {
             let mut r = FindCoordinatorRequest::default();
             if version >= 4 {

@@ -1,4 +1,11 @@
 //! DeleteTopics: deletes the queue with everything in it.
+//!
+//! The broker's internal topics (names starting with `__`) are refused with
+//! `INVALID_TOPIC_EXCEPTION`, the code Kafka gives every other client write
+//! to one (Produce, DeleteRecords). Kafka's own broker deletes
+//! `__consumer_offsets` when asked (only its command-line tools refuse);
+//! here the log is the broker's copy of the commits it keeps writing, and
+//! neither door lets a client delete it.
 
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
@@ -45,6 +52,14 @@ pub(super) async fn handle(
             None => ResponseError::UnknownTopicId.code(),
             Some(name) if !access.topic(AclOperation::Delete, name) => {
                 ResponseError::TopicAuthorizationFailed.code()
+            }
+            Some(name) if crate::topic_name::reserved(name) => {
+                if version >= 5 {
+                    result.error_message = Some(StrBytes::from_string(format!(
+                        "Cannot delete internal topic {name}"
+                    )));
+                }
+                ResponseError::InvalidTopicException.code()
             }
             Some(name) => match broker.engine.delete_queue(name).await {
                 Ok(true) => 0,

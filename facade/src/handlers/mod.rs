@@ -7,6 +7,7 @@ mod acls;
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
+mod alter_partition_reassignments;
 mod alter_share_group_offsets;
 mod alter_user_scram_credentials;
 mod api_versions;
@@ -24,10 +25,12 @@ mod describe_acls;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
+mod describe_log_dirs;
 mod describe_producers;
 mod describe_share_group_offsets;
 mod describe_transactions;
 mod describe_user_scram_credentials;
+mod elect_leaders;
 mod end_txn;
 mod fetch;
 mod find_coordinator;
@@ -39,6 +42,7 @@ mod join_group;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_partition_reassignments;
 mod list_transactions;
 mod metadata;
 mod offset_commit;
@@ -344,6 +348,10 @@ async fn route(
         OffsetForLeaderEpoch => offset_for_leader_epoch,
         InitProducerId => init_producer_id,
         DescribeProducers => describe_producers,
+        DescribeLogDirs => describe_log_dirs,
+        ElectLeaders => elect_leaders,
+        AlterPartitionReassignments => alter_partition_reassignments,
+        ListPartitionReassignments => list_partition_reassignments,
         OffsetCommit => offset_commit,
         OffsetFetch => offset_fetch,
         SyncGroup => sync_group,

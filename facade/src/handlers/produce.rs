@@ -22,9 +22,9 @@ use crate::error::storage_code;
 use crate::metrics::KAFKA;
 use crate::records::{decode, BatchError, Decoded};
 
-/// A partition's answer in the making: (index, error code, base offset),
-/// and why it was refused when that has words.
-type Slot = (i32, i16, i64, Option<Refusal>);
+/// A partition's answer in the making: (index, error code, base offset,
+/// log append time or -1), and why it was refused when that has words.
+type Slot = (i32, i16, i64, i64, Option<Refusal>);
 
 /// Why a partition's records were refused, in words (Produce v8+ carries
 /// them): a message, and the records at fault by their index.
@@ -68,7 +68,7 @@ pub(super) async fn handle(
         }
         let mut partitions = Vec::new();
         for (p, data) in topic.partition_data.into_iter().enumerate() {
-            partitions.push((data.index, 0, -1, None));
+            partitions.push((data.index, 0, -1, -1, None));
             let Some(name) = name.clone() else {
                 partitions[p].1 = ResponseError::UnknownTopicId.code();
                 continue;
@@ -89,7 +89,8 @@ pub(super) async fn handle(
             }
             let size = records.len();
             let queued = match prepare(broker, &name, data.index, records).await {
-                Ok((partition_id, batch)) => {
+                Ok((partition_id, batch, appended_at)) => {
+                    partitions[p].3 = appended_at.unwrap_or(-1);
                     received(size, batch.records.len());
                     broker
                         .engine
@@ -103,7 +104,7 @@ pub(super) async fn handle(
                 Ok(append) => pending.push(((t, p), append)),
                 Err((code, refusal)) => {
                     partitions[p].1 = code;
-                    partitions[p].3 = refusal.filter(|_| version >= 8);
+                    partitions[p].4 = refusal.filter(|_| version >= 8);
                 }
             }
         }
@@ -138,12 +139,13 @@ fn answer(answers: Vec<(TopicProduceResponse, Vec<Slot>)>) -> ProduceResponse {
             header.with_partition_responses(
                 partitions
                     .into_iter()
-                    .map(|(index, error_code, base_offset, refusal)| {
+                    .map(|(index, error_code, base_offset, appended_at, refusal)| {
                         KAFKA.partition_error(ApiKey::Produce, error_code);
                         let mut answer = PartitionProduceResponse::default()
                             .with_index(index)
                             .with_error_code(error_code)
-                            .with_base_offset(base_offset);
+                            .with_base_offset(base_offset)
+                            .with_log_append_time_ms(appended_at);
                         if let Some(refusal) = refusal {
                             answer.error_message = Some(StrBytes::from_string(refusal.message));
                             answer.record_errors = refusal
@@ -183,14 +185,16 @@ fn append_code(e: &StorageError) -> i16 {
 /// Decodes the records and resolves the partition (creating the topic if
 /// allowed; a refused batch creates nothing), or says which error code the
 /// partition gets (with words for the topic's own rules). The topic's
-/// rules (`max.message.bytes`, keys on a compacted topic) come from the
-/// broker's cache of them: no catalog read per produce.
+/// rules (`max.message.bytes`, keys on a compacted topic, LogAppendTime)
+/// come from the broker's cache of them: no catalog read per produce. On
+/// a LogAppendTime topic every record takes the broker's time, which the
+/// answer reports (Kafka's `log_append_time_ms`).
 async fn prepare(
     broker: &Broker,
     topic: &str,
     index: i32,
     records: Bytes,
-) -> Result<(PartitionId, Decoded), (i16, Option<Refusal>)> {
+) -> Result<(PartitionId, Decoded, Option<i64>), (i16, Option<Refusal>)> {
     let code = |code: i16| (code, None);
     if storage::offsets_log::is_internal(topic) {
         // Kafka: "Cannot append to internal topic"; only the broker writes it.
@@ -220,7 +224,7 @@ async fn prepare(
             }),
         ));
     }
-    let batch = decode(records, broker.config.max_decompressed_bytes).map_err(|e| {
+    let mut batch = decode(records, broker.config.max_decompressed_bytes).map_err(|e| {
         tracing::debug!(topic, index, error = %e, "kafka: produce refused");
         code(match e {
             BatchError::Corrupt(_) => ResponseError::CorruptMessage.code(),
@@ -253,6 +257,16 @@ async fn prepare(
             ));
         }
     }
+    let appended_at = rules
+        .log_append_time
+        .then(|| broker.engine.clock().now_ms());
+    if let Some(now) = appended_at {
+        for record in &mut batch.records {
+            if let Content::Kafka(k) = &mut record.content {
+                k.timestamp_ms = now;
+            }
+        }
+    }
     let partition_id = match broker.partition_id(topic, index, true).await {
         Ok(Some(id)) => id,
         Ok(None) => return Err(code(ResponseError::UnknownTopicOrPartition.code())),
@@ -261,5 +275,5 @@ async fn prepare(
         }
         Err(e) => return Err(code(storage_code(&e))),
     };
-    Ok((partition_id, batch))
+    Ok((partition_id, batch, appended_at))
 }

@@ -3,7 +3,7 @@
 
 use crate::backend::{on_db, Reader};
 use crate::error::Result;
-use crate::stats::{GroupLag, TopicStats};
+use crate::stats::{GroupLag, PartitionSize, TopicStats};
 
 /// A row of [`topics`].
 #[derive(sqlx::FromRow)]
@@ -59,6 +59,36 @@ pub(crate) async fn topics(db: Reader<'_>, per_partition: bool) -> Result<Vec<To
             partitions: r.partitions,
             high_watermark: r.high_watermark,
             log_start: r.log_start,
+        })
+        .collect())
+}
+
+/// A row of [`partition_sizes`].
+#[derive(sqlx::FromRow)]
+struct SizeRow {
+    topic: String,
+    kafka_index: i32,
+    bytes: i64,
+}
+
+/// Each partition's segments that end after its log start, summed (the
+/// same measure retention's `retention.bytes` applies).
+pub(crate) async fn partition_sizes(db: Reader<'_>) -> Result<Vec<PartitionSize>> {
+    let rows: Vec<SizeRow> = on_db!(db, pool => sqlx::query_as(
+        "SELECT q.name AS topic, p.kafka_index, \
+         CAST(COALESCE((SELECT SUM(length(s.records)) FROM segments s \
+                        WHERE s.partition_id = p.id AND s.base_offset + s.record_count > p.log_start), \
+                       0) AS BIGINT) AS bytes \
+         FROM queues q JOIN partitions p ON p.queue_id = q.id ORDER BY q.name, p.kafka_index",
+    )
+    .fetch_all(pool)
+    .await?);
+    Ok(rows
+        .into_iter()
+        .map(|r| PartitionSize {
+            topic: r.topic,
+            index: r.kafka_index,
+            bytes: r.bytes,
         })
         .collect())
 }

@@ -174,7 +174,8 @@ pub static CATALOGUE: &[ConfigDef] = &[
         "log.message.timestamp.difference.max.ms", "Stored and described; not enforced."),
     def!("message.timestamp.type", String, Valid::OneOf(&["CreateTime", "LogAppendTime"]),
         Text("CreateTime"), "log.message.timestamp.type",
-        "Stored and described; records keep the timestamp their producer gave."),
+        "With LogAppendTime a Kafka produce's records take the broker's time when appended \
+         (Fetch still marks them CreateTime)."),
     def!("min.cleanable.dirty.ratio", Double, Valid::Range(0, 1), Text("0.5"),
         "log.cleaner.min.cleanable.ratio",
         "The share of a compacted partition's records that must be dirty before it is cleaned."),

@@ -48,6 +48,9 @@ pub const MAX_COMPACTION_LAG_MS: &str = "max.compaction.lag.ms";
 pub const MIN_CLEANABLE_DIRTY_RATIO: &str = "min.cleanable.dirty.ratio";
 /// `max.message.bytes`: the largest record batch a produce may carry.
 pub const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
+/// `message.timestamp.type`: `CreateTime` (the producer's) or
+/// `LogAppendTime` (the broker's, when it appends).
+pub const MESSAGE_TIMESTAMP_TYPE: &str = "message.timestamp.type";
 
 /// The default of `delete.retention.ms` (one day), as in Kafka.
 pub const DEFAULT_DELETE_RETENTION_MS: i64 = 86_400_000;
@@ -174,6 +177,14 @@ pub fn min_cleanable_dirty_ratio(o: &QueueOptions) -> f64 {
 /// (`broker_default`).
 pub fn max_message_bytes(o: &QueueOptions, broker_default: i64) -> i64 {
     long(o, MAX_MESSAGE_BYTES).unwrap_or(broker_default)
+}
+
+/// Whether records take the broker's time when appended
+/// (`message.timestamp.type=LogAppendTime`) instead of their producer's.
+pub fn log_append_time(o: &QueueOptions) -> bool {
+    o.topic_configs
+        .get(MESSAGE_TIMESTAMP_TYPE)
+        .is_some_and(|v| v == "LogAppendTime")
 }
 
 /// Why a config change was refused. Nothing was changed.
