@@ -780,6 +780,9 @@ async fn faults_are_shown_per_topic_and_the_others_keep_mirroring(url: &str) {
 
     let t = wait_error(&dest, "mismatch", "3 partitions, the source's 2").await;
     assert_eq!(t["partitions"], json!([]), "{t}");
+    // The mirror did not take it: its local producers keep writing.
+    let offset = local_produce(&dest.kafka, "mismatch", "local").await;
+    assert_eq!(offset.expect("a local produce"), 0);
     for topic in ["fine", "doomed"] {
         wait_mirrored(&dest, topic, &[10]).await;
     }

@@ -62,7 +62,10 @@ mod tests {
     fn inflates_a_frame_with_its_size_and_refuses_bombs_and_garbage() {
         let raw = vec![7u8; 10_000];
         let frame = zstd::bulk::compress(&raw, 1).expect("compress");
-        assert_eq!(inflate(&frame, Some(10_000), 10_000).ok(), Some(raw.clone()));
+        assert_eq!(
+            inflate(&frame, Some(10_000), 10_000).ok(),
+            Some(raw.clone())
+        );
         assert!(inflate(&frame, None, 9_999).is_err(), "over the limit");
         assert!(
             inflate(&frame, Some(9_000), 1 << 20).is_err(),

@@ -6,7 +6,9 @@ use crate::error::Result;
 use crate::model::PartitionId;
 
 /// Registers `topic` as mirrored from `source` unless it already is (a
-/// fenced topic stays fenced); whether it is fenced.
+/// fenced topic stays fenced); whether it is fenced. A row that only
+/// showed an error (fenced, never reported: the mirror could not take the
+/// topic) is taken now.
 pub(crate) async fn register(
     store: &Store,
     topic: &str,
@@ -17,7 +19,11 @@ pub(crate) async fn register(
     let fenced: bool = on_db!(tx.conn(), c => {
         sqlx::query(
             "INSERT INTO mirror_topics (topic, source, fenced, error, updated_at) \
-             VALUES ($1, $2, FALSE, NULL, $3) ON CONFLICT (topic) DO NOTHING",
+             VALUES ($1, $2, FALSE, NULL, $3) \
+             ON CONFLICT (topic) DO UPDATE SET fenced = FALSE, source = excluded.source, \
+             updated_at = excluded.updated_at \
+             WHERE mirror_topics.fenced AND NOT EXISTS \
+             (SELECT 1 FROM mirror_partitions mp WHERE mp.topic = mirror_topics.topic)",
         )
         .bind(topic)
         .bind(source)
@@ -35,7 +41,9 @@ pub(crate) async fn register(
 }
 
 /// Sets (or with `None` clears) the error shown for `topic`, creating its
-/// row when the topic was never registered (it could not be created).
+/// row when the topic was never registered (the mirror could not take it):
+/// such a row is fenced, so that a local topic the mirror did not take
+/// (another partition count, say) keeps its local producers.
 pub(crate) async fn set_error(
     store: &Store,
     topic: &str,
@@ -47,7 +55,7 @@ pub(crate) async fn set_error(
     on_db!(tx.conn(), c => {
         sqlx::query(
             "INSERT INTO mirror_topics (topic, source, fenced, error, updated_at) \
-             VALUES ($1, $2, FALSE, $3, $4) \
+             VALUES ($1, $2, TRUE, $3, $4) \
              ON CONFLICT (topic) DO UPDATE SET error = excluded.error, updated_at = excluded.updated_at",
         )
         .bind(topic)

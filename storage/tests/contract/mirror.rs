@@ -265,6 +265,27 @@ pub(crate) async fn errors_are_shown_per_topic_and_cleared(db: &Db) {
         .await
         .expect_err("not mirrored");
     assert!(err.to_string().contains("not mirrored"), "{err}");
+
+    // A local topic the mirror could not take keeps its local producers;
+    // once the mirror can take it (the mismatch mended), it does.
+    let id = one_partition_topic(&engine, "taken-later").await;
+    engine
+        .set_mirror_error("taken-later", SOURCE, Some("another partition count"))
+        .await
+        .expect("error");
+    engine
+        .append_records("taken-later", id, vec![kafka("local", START_MS)])
+        .await
+        .expect("local producers keep writing");
+    assert!(!engine
+        .register_mirror("taken-later", SOURCE)
+        .await
+        .expect("register"));
+    let err = engine
+        .append_records("taken-later", id, vec![kafka("local", START_MS)])
+        .await
+        .expect_err("mirrored now");
+    assert!(matches!(err, StorageError::Mirrored(p) if p == id), "{err}");
 }
 
 pub(crate) async fn two_mirrors_of_one_partition_write_each_offset_once(db: &Db) {
