@@ -45,25 +45,6 @@ async fn post_binary(broker: &Broker, path: &str, body: Vec<u8>) -> (StatusCode,
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-/// GETs `path`: the status, the content type and the body's bytes.
-async fn get_bytes(broker: &Broker, path: &str) -> (StatusCode, String, Vec<u8>) {
-    let response = reqwest::get(format!("{}{path}", broker.http))
-        .await
-        .expect("GET");
-    let status = response.status();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    (
-        status,
-        content_type,
-        response.bytes().await.expect("body").to_vec(),
-    )
-}
-
 async fn binary_push_answers_as_the_json_push(broker: &Broker) {
     let first = broker
         .post(
@@ -372,7 +353,7 @@ async fn framed_pops_carry_what_json_pops_do(broker: &Broker) {
             if frames { "&frames=true" } else { "" }
         )
     };
-    let (status, content_type, bytes) = get_bytes(broker, &path("framed", true)).await;
+    let (status, content_type, bytes) = broker.fetch_bytes(&path("framed", true)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(content_type, "application/x-queen-pop");
     let mut framed = binary::decode_pop(&bytes);
@@ -392,11 +373,11 @@ async fn framed_pops_carry_what_json_pops_do(broker: &Broker) {
 
     // The framed messages ack as the JSON ones do; then the pop is empty,
     // a bodiless 204.
-    let (_, _, bytes) = get_bytes(
-        broker,
-        "/api/v1/pop/queue/f?batch=10&partitions=2&wait=false&frames=true&autopilot=true",
-    )
-    .await;
+    let (_, _, bytes) = broker
+        .fetch_bytes(
+            "/api/v1/pop/queue/f?batch=10&partitions=2&wait=false&frames=true&autopilot=true",
+        )
+        .await;
     let popped = binary::decode_pop(&bytes);
     assert_eq!(bytes[4], 1, "version 1 with the autopilot echo");
     assert!(popped["autopilot"].is_object(), "{popped}");
@@ -413,18 +394,18 @@ async fn framed_pops_carry_what_json_pops_do(broker: &Broker) {
     broker
         .post("/api/v1/ack/batch", json!({"acknowledgments": acks}))
         .await;
-    let (status, _, bytes) = get_bytes(broker, "/api/v1/pop/queue/f?wait=false&frames=true").await;
+    let (status, _, bytes) = broker
+        .fetch_bytes("/api/v1/pop/queue/f?wait=false&frames=true")
+        .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     assert!(bytes.is_empty());
 
     // A Kafka record has fields a frame cannot carry: the answer is JSON.
     support::kafka::create_topic(&broker.kafka, "k", 1).await;
     support::kafka::produce_numbered(&broker.kafka, "k", "v", 2, 1).await;
-    let (status, _, bytes) = get_bytes(
-        broker,
-        "/api/v1/pop/queue/k?batch=10&wait=false&frames=true",
-    )
-    .await;
+    let (status, _, bytes) = broker
+        .fetch_bytes("/api/v1/pop/queue/k?batch=10&wait=false&frames=true")
+        .await;
     assert_eq!(status, StatusCode::OK);
     let answer: Value = serde_json::from_slice(&bytes).expect("a JSON answer");
     assert_eq!(answer["messages"][0]["dataEncoding"], "base64");

@@ -12,7 +12,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ElectLeadersResponse, ResponseHeader};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsResponse, DescribeClientQuotasResponse, ResponseHeader,
+};
 use kafka_protocol::protocol::Decodable;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -805,11 +807,12 @@ async fn unsupported_versions_are_answered_where_the_client_can_read_them(broker
     }
     // An API this broker does not implement, at a version whose answer
     // has a top-level error: UNSUPPORTED_VERSION in that answer.
-    let mut answer = exchange(&mut raw, ApiKey::ElectLeaders, 1, 62, &[]);
+    let mut answer = exchange(&mut raw, ApiKey::DescribeClientQuotas, 0, 62, &[]);
     let header = ResponseHeader::decode(&mut answer, 0).expect("header v0");
     assert_eq!(header.correlation_id, 62);
-    let elect = ElectLeadersResponse::decode(&mut answer, 1).expect("an ElectLeaders v1 answer");
-    assert_eq!(elect.error_code, 35, "UNSUPPORTED_VERSION");
+    let quotas = DescribeClientQuotasResponse::decode(&mut answer, 0)
+        .expect("a DescribeClientQuotas v0 answer");
+    assert_eq!(quotas.error_code, 35, "UNSUPPORTED_VERSION");
     // The connection still serves: a v0 Fetch of nothing.
     let answer = exchange(
         &mut raw,

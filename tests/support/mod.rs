@@ -179,6 +179,13 @@ impl Broker {
 
     /// GETs `path`: the status, the content type and the body as text.
     pub(crate) async fn fetch(&self, path: &str) -> (reqwest::StatusCode, String, String) {
+        let (status, content_type, body) = self.fetch_bytes(path).await;
+        let text = String::from_utf8(body).expect("a text body");
+        (status, content_type, text)
+    }
+
+    /// GETs `path`: the status, the content type and the body's bytes.
+    pub(crate) async fn fetch_bytes(&self, path: &str) -> (reqwest::StatusCode, String, Vec<u8>) {
         let response = reqwest::get(format!("{}{path}", self.http))
             .await
             .expect("GET");
@@ -189,7 +196,11 @@ impl Broker {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_owned();
-        (status, content_type, response.text().await.expect("body"))
+        (
+            status,
+            content_type,
+            response.bytes().await.expect("body").to_vec(),
+        )
     }
 
     /// Sends SIGTERM and waits for the exit status.
