@@ -12,7 +12,6 @@ use super::authorize::{self, Allowed};
 use super::body::QueryParams;
 use super::error::ApiError;
 use super::render::timestamp;
-use super::reserved;
 use super::AppState;
 
 /// The options as the API echoes them (with `maxQueueSize` beside `maxSize`).
@@ -121,7 +120,6 @@ pub(super) async fn delete(
     Allowed(access): Allowed,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    reserved::refuse([name.as_str()])?;
     authorize::require_queue(&access, AclOperation::Delete, &name)?;
     let existed = state.engine.delete_queue(&name).await?;
     Ok(Json(

@@ -1,8 +1,8 @@
 //! The broker's internal topics (`__consumer_offsets`; every name starting
 //! with `__` is reserved for them) are written by the broker alone: the
-//! HTTP door reads them but refuses to push to, create, configure or delete
-//! one, as the Kafka door refuses to produce to or create one. Acks are
-//! refused by the engine, which learns an acked partition's queue.
+//! HTTP door reads them but refuses to push to, create or configure one, as
+//! the Kafka door refuses to produce to or create one. Acks and deletes are
+//! refused by the engine, for both doors.
 
 use storage::offsets_log::is_reserved;
 use storage::StorageError;

@@ -247,7 +247,11 @@ impl Engine {
     }
 
     /// Deletes a queue with everything in it; returns whether it existed.
+    /// The broker's internal topics (`__…`) are refused, whichever door asks.
     pub async fn delete_queue(&self, name: &str) -> Result<bool> {
+        if offsets_log::is_reserved(name) {
+            return Err(StorageError::Reserved(name.to_owned()));
+        }
         let existed = sql::catalog::delete_queue(&self.inner.store, name).await?;
         self.inner.partitions.forget_queue(name);
         Ok(existed)

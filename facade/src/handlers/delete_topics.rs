@@ -11,7 +11,7 @@ use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use storage::{Access, AclOperation};
+use storage::{Access, AclOperation, StorageError};
 use uuid::Uuid;
 
 use crate::broker::Broker;
@@ -53,17 +53,17 @@ pub(super) async fn handle(
             Some(name) if !access.topic(AclOperation::Delete, name) => {
                 ResponseError::TopicAuthorizationFailed.code()
             }
-            Some(name) if crate::topic_name::reserved(name) => {
-                if version >= 5 {
-                    result.error_message = Some(StrBytes::from_string(format!(
-                        "Cannot delete internal topic {name}"
-                    )));
-                }
-                ResponseError::InvalidTopicException.code()
-            }
             Some(name) => match broker.engine.delete_queue(name).await {
                 Ok(true) => 0,
                 Ok(false) => ResponseError::UnknownTopicOrPartition.code(),
+                Err(StorageError::Reserved(_)) => {
+                    if version >= 5 {
+                        result.error_message = Some(StrBytes::from_string(format!(
+                            "Cannot delete internal topic {name}"
+                        )));
+                    }
+                    ResponseError::InvalidTopicException.code()
+                }
                 Err(e) => storage_code(&e),
             },
         };
