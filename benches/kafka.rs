@@ -19,7 +19,8 @@
 //! shows what that alone costs); `--repeat N` times the produce N times (each
 //! into a topic of its own) and reports the median, for a noisy machine.
 //! `--transaction-size N` produces with a `transactional.id`, N records per
-//! transaction (Kafka transactions); `--isolation read_committed` consumes
+//! transaction (Kafka transactions); `--linger-ms N` sets the producer's
+//! `linger.ms` (20 otherwise); `--isolation read_committed` consumes
 //! at that isolation level; `--throughput-only true` skips the group and
 //! latency runs.
 
@@ -55,6 +56,8 @@ struct Mode {
     max_in_flight: Option<u32>,
     /// Records per Kafka transaction; 0 produces without transactions.
     transaction_size: usize,
+    /// The producer's `linger.ms`, when not the bulk default.
+    linger_ms: Option<u32>,
 }
 
 impl std::fmt::Display for Mode {
@@ -63,8 +66,11 @@ impl std::fmt::Display for Mode {
             0 => write!(f, "idempotent {}", self.idempotent)?,
             n => write!(f, "transactions of {n}")?,
         }
-        match self.max_in_flight {
-            Some(n) => write!(f, ", max.in.flight {n}"),
+        if let Some(n) = self.max_in_flight {
+            write!(f, ", max.in.flight {n}")?;
+        }
+        match self.linger_ms {
+            Some(n) => write!(f, ", linger.ms {n}"),
             None => Ok(()),
         }
     }
@@ -82,6 +88,7 @@ fn args() -> Args {
                 n => Some(n),
             },
             transaction_size: flags.get("transaction-size", 0),
+            linger_ms: Some(flags.get("linger-ms", u32::MAX)).filter(|&n| n != u32::MAX),
         },
         repeat: flags.get("repeat", 1).max(1),
         partitions: match flags.get("partitions", 0) {
@@ -106,7 +113,11 @@ fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: 
     if transactional {
         config.set("transactional.id", format!("bench-{topic}"));
     }
-    let producer: ThreadedProducer<DefaultProducerContext> = common::bulk_producer(&mut config)
+    common::bulk_producer(&mut config);
+    if let Some(n) = mode.linger_ms {
+        config.set("linger.ms", n.to_string());
+    }
+    let producer: ThreadedProducer<DefaultProducerContext> = config
         .set(
             "enable.idempotence",
             (mode.idempotent || transactional).to_string(),

@@ -4,9 +4,10 @@
 use bytes::Bytes;
 use rdkafka::message::{BorrowedMessage, Headers, Message};
 use storage::{Content, Header, KafkaRecord, MirroredRecord, Record};
+use uuid::Uuid;
 
-/// The record `message` carries, at its offset.
-pub(super) fn convert(message: &BorrowedMessage<'_>) -> MirroredRecord {
+/// The record `message` carries, at its offset, stored as `message_id`.
+pub(super) fn convert(message: &BorrowedMessage<'_>, message_id: Uuid) -> MirroredRecord {
     let headers = message
         .headers()
         .map(|h| {
@@ -21,7 +22,7 @@ pub(super) fn convert(message: &BorrowedMessage<'_>) -> MirroredRecord {
     MirroredRecord {
         offset: message.offset(),
         record: Record {
-            message_id: storage::new_message_id(),
+            message_id,
             transaction_id: None,
             trace_id: None,
             producer_sub: None,

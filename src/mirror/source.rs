@@ -2,6 +2,7 @@
 //! reading the assigned partitions (`assign`, no group membership, nothing
 //! committed at the source) and handing batches to the writer.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -125,10 +126,14 @@ fn consume(consumer: &BaseConsumer, control: &Control, sender: &mpsc::Sender<Bat
             }
         }
         let mut batch = Batch::default();
-        // By topic, then partition: looked up by the message's borrowed
-        // topic name, so a record costs no allocation of its key.
-        let mut read: HashMap<String, HashMap<i32, Vec<MirroredRecord>>> = HashMap::new();
+        // librdkafka hands over a fetched partition's records one after
+        // another: they gather in `run` while the partition stays the same,
+        // so a record costs a comparison, not a map lookup of its key.
+        let mut run: Option<Run> = None;
         let (mut count, mut bytes) = (0, 0);
+        // Minted for the whole batch at once, as the Kafka produce path
+        // does: one clock read and lock per batch rather than per record.
+        let mut ids = storage::new_message_ids(BATCH_RECORDS);
         let mut wait = Duration::from_millis(100);
         while count < BATCH_RECORDS && bytes < BATCH_BYTES {
             let Some(polled) = consumer.poll(wait) else {
@@ -137,23 +142,31 @@ fn consume(consumer: &BaseConsumer, control: &Control, sender: &mpsc::Sender<Bat
             wait = Duration::ZERO;
             match polled {
                 Ok(message) => {
-                    let record = convert(&message);
+                    let id = ids.next().unwrap_or_else(storage::new_message_id);
+                    let record = convert(&message, id);
                     count += 1;
                     bytes += record_bytes(&record);
-                    let topic = match read.get_mut(message.topic()) {
-                        Some(topic) => topic,
-                        None => read.entry(message.topic().to_owned()).or_default(),
-                    };
-                    topic.entry(message.partition()).or_default().push(record);
+                    let (topic, index) = (message.topic(), message.partition());
+                    match &mut run {
+                        Some(r) if r.index == index && r.topic == topic => r.records.push(record),
+                        _ => {
+                            if let Some(done) = run.take() {
+                                done.add_to(&mut batch);
+                            }
+                            run = Some(Run {
+                                topic: topic.to_owned(),
+                                index,
+                                records: vec![record],
+                            });
+                        }
+                    }
                 }
                 Err(KafkaError::PartitionEOF(_)) => {}
                 Err(e) => tracing::debug!(error = %e, "mirror: source consumer"),
             }
         }
-        for (topic, partitions) in read {
-            for (index, records) in partitions {
-                batch.records.insert((topic.clone(), index), records);
-            }
+        if let Some(done) = run {
+            done.add_to(&mut batch);
         }
         if let Ok(positions) = consumer.position() {
             for e in positions.elements() {
@@ -170,6 +183,25 @@ fn consume(consumer: &BaseConsumer, control: &Control, sender: &mpsc::Sender<Bat
         if count == 0 {
             // Nothing came: the positions were sent; wait before the next look.
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Consecutive records of one partition.
+struct Run {
+    topic: String,
+    index: i32,
+    records: Vec<MirroredRecord>,
+}
+
+impl Run {
+    /// Adds the run's records to the partition's in `batch`.
+    fn add_to(self, batch: &mut Batch) {
+        match batch.records.entry((self.topic, self.index)) {
+            Entry::Occupied(mut e) => e.get_mut().extend(self.records),
+            Entry::Vacant(e) => {
+                e.insert(self.records);
+            }
         }
     }
 }
