@@ -501,6 +501,27 @@ mod tests {
         TimestampType as RefTimestampType,
     };
 
+    /// A stored Kafka record of value "v" at `offset` and `timestamp_ms`.
+    fn stored_v(offset: i64, timestamp_ms: i64, txn: Option<TxnMark>) -> StoredMessage {
+        StoredMessage {
+            offset,
+            created_at_ms: 5,
+            record: Record {
+                message_id: storage::new_message_id(),
+                transaction_id: None,
+                trace_id: None,
+                producer_sub: None,
+                content: Content::Kafka(KafkaRecord {
+                    key: None,
+                    value: Some(Bytes::from_static(b"v")),
+                    headers: Vec::new(),
+                    timestamp_ms,
+                    txn,
+                }),
+            },
+        }
+    }
+
     fn kafka_record(
         offset: i64,
         key: Option<&str>,
@@ -676,23 +697,7 @@ mod tests {
 
         // Fetched: a plain record, the transaction's two, its commit
         // marker, a plain one: four batches, as Kafka's log holds them.
-        let stored = |offset: i64, txn: Option<TxnMark>| StoredMessage {
-            offset,
-            created_at_ms: 5,
-            record: Record {
-                message_id: storage::new_message_id(),
-                transaction_id: None,
-                trace_id: None,
-                producer_sub: None,
-                content: Content::Kafka(KafkaRecord {
-                    key: None,
-                    value: Some(Bytes::from_static(b"v")),
-                    headers: Vec::new(),
-                    timestamp_ms: 7,
-                    txn,
-                }),
-            },
-        };
+        let stored = |offset: i64, txn: Option<TxnMark>| stored_v(offset, 7, txn);
         let commit = TxnMark {
             marker: Some(storage::record::Marker::Commit),
             ..mark
@@ -734,23 +739,7 @@ mod tests {
 
     #[test]
     fn log_append_time_batches_say_so_and_keep_each_append_time() {
-        let at = |offset: i64, time: i64| StoredMessage {
-            offset,
-            created_at_ms: 1,
-            record: Record {
-                message_id: storage::new_message_id(),
-                transaction_id: None,
-                trace_id: None,
-                producer_sub: None,
-                content: Content::Kafka(KafkaRecord {
-                    key: None,
-                    value: Some(Bytes::from_static(b"v")),
-                    headers: Vec::new(),
-                    timestamp_ms: time,
-                    txn: None,
-                }),
-            },
-        };
+        let at = |offset: i64, time: i64| stored_v(offset, time, None);
         let messages = [at(0, 100), at(1, 100), at(2, 250), at(3, 250)];
         let batches = |times| {
             let mut out = BytesMut::new();
