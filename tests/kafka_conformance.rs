@@ -28,6 +28,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::message::Timestamp;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use support::kafka::{call, create_topic};
 use support::Broker;
@@ -610,8 +611,9 @@ async fn every_version_of_the_partition_admin_apis_is_answered(broker: &Broker) 
     .expect("requests");
 }
 
-/// The timestamp of the first record of partition 0 of `topic`.
-fn first_timestamp(broker: &Broker, topic: &str) -> i64 {
+/// The timestamps of the first `count` records of partition 0 of `topic`,
+/// as rdkafka reports them (with their type).
+fn timestamps(broker: &Broker, topic: &str, count: usize) -> Vec<Timestamp> {
     use rdkafka::message::Message;
     let consumer: BaseConsumer = config(broker)
         .set("group.id", format!("{topic}-reader"))
@@ -623,15 +625,22 @@ fn first_timestamp(broker: &Broker, topic: &str) -> i64 {
         .expect("assignment");
     consumer.assign(&assignment).expect("assigned");
     let deadline = std::time::Instant::now() + TIMEOUT;
-    while std::time::Instant::now() < deadline {
+    let mut seen = Vec::new();
+    while seen.len() < count {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "read {seen:?} of {topic}"
+        );
         if let Some(message) = consumer.poll(Duration::from_millis(200)) {
-            let message = message.expect("a record");
-            return message.timestamp().to_millis().expect("a timestamp");
+            seen.push(message.expect("a record").timestamp());
         }
     }
-    panic!("nothing read from {topic}");
+    seen
 }
 
+/// A LogAppendTime topic: each record takes the broker's time when
+/// appended, and the produce answer and fetched batches say so, so clients
+/// report `LogAppendTime` with each record's own append time.
 async fn a_log_append_time_topic_stamps_records_with_the_broker_time(broker: &Broker) {
     let admin: AdminClient<DefaultClientContext> = config(broker).create().expect("admin");
     let topics = [
@@ -654,26 +663,48 @@ async fn a_log_append_time_topic_stamps_records_with_the_broker_time(broker: &Br
             .as_millis() as i64
     };
     let before = now();
-    for topic in ["stamped", "as-produced"] {
-        let record = FutureRecord::<[u8], [u8]>::to(topic)
-            .partition(0)
-            .payload(b"x")
-            .timestamp(1_000);
-        producer
-            .send(record, TIMEOUT)
-            .await
-            .unwrap_or_else(|(e, _)| panic!("produce to {topic}: {e}"));
+    let mut delivered = Vec::new();
+    // Two produces to each topic, far enough apart to be appended at
+    // different times.
+    for round in 0..2 {
+        for topic in ["stamped", "as-produced"] {
+            let record = FutureRecord::<[u8], [u8]>::to(topic)
+                .partition(0)
+                .payload(b"x")
+                .timestamp(1_000 + round);
+            let delivery = producer
+                .send(record, TIMEOUT)
+                .await
+                .unwrap_or_else(|(e, _)| panic!("produce to {topic}: {e}"));
+            delivered.push((topic, delivery.timestamp));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let after = now();
-    tokio::task::block_in_place(|| {
-        let stamped = first_timestamp(broker, "stamped");
+    let stamped: Vec<Timestamp> = delivered
+        .iter()
+        .filter(|(topic, _)| *topic == "stamped")
+        .map(|&(_, t)| t)
+        .collect();
+    for t in &stamped {
+        let Timestamp::LogAppendTime(ms) = *t else {
+            panic!("the produce answer's log_append_time_ms is reported, got {t:?}");
+        };
         assert!(
-            (before..=after).contains(&stamped),
-            "the broker's time {stamped} is within {before}..={after}"
+            (before..=after).contains(&ms),
+            "the broker's time {ms} is within {before}..={after}"
+        );
+    }
+    assert_ne!(stamped[0], stamped[1], "two appends, two times");
+    tokio::task::block_in_place(|| {
+        assert_eq!(
+            timestamps(broker, "stamped", 2),
+            stamped,
+            "fetched as LogAppendTime, each record at its own append time"
         );
         assert_eq!(
-            first_timestamp(broker, "as-produced"),
-            1_000,
+            timestamps(broker, "as-produced", 2),
+            [Timestamp::CreateTime(1_000), Timestamp::CreateTime(1_001)],
             "CreateTime keeps the producer's"
         );
     });

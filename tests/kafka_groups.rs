@@ -163,6 +163,7 @@ support::broker_scenarios!(
     three_members_share_eight_partitions_and_outlive_a_killed_one,
     a_leaving_member_hands_its_partitions_over_at_once,
     static_members_come_back_without_a_rebalance,
+    static_members_gone_past_their_session_leave_a_deletable_group,
     groups_are_listed_reset_and_deleted_by_an_admin,
 );
 
@@ -432,6 +433,57 @@ async fn static_members_come_back_without_a_rebalance(broker: &Broker) {
         "a saw no rebalance while b was away and back"
     );
     assert_eq!(a.context().current().len(), 2);
+}
+
+/// librdkafka's 0081 test: static members close (sending no LeaveGroup),
+/// and once their session has run out the group is Empty and DeleteGroups
+/// removes it, as on Kafka.
+async fn static_members_gone_past_their_session_leave_a_deletable_group(broker: &Broker) {
+    create_topic(&broker.kafka, "statics-gone", 1).await;
+    produce(&broker.kafka, "statics-gone", 1, 0..10).await;
+    let groups = ["gone-0", "gone-1"];
+    let session = Duration::from_millis(6_000);
+    let members: Vec<Arc<Member>> = groups
+        .iter()
+        .map(|group| {
+            let settings = [
+                ("group.instance.id", *group),
+                ("session.timeout.ms", "6000"),
+            ];
+            let m = member(&broker.kafka, group, &settings);
+            m.subscribe(&["statics-gone"]).expect("subscribe");
+            m
+        })
+        .collect();
+    for m in &members {
+        let mut got = 0;
+        wait_for("the static member to consume", || {
+            if let Some(Ok(_)) = m.poll(Duration::from_millis(100)) {
+                got += 1;
+            }
+            got == 10
+        });
+    }
+    let closed = Instant::now();
+    drop(members); // a static member sends no LeaveGroup on close
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &broker.kafka)
+        .set("broker.address.family", "v4")
+        .create()
+        .expect("admin client");
+    let delete = || async {
+        admin
+            .delete_groups(&groups, &AdminOptions::new())
+            .await
+            .expect("delete groups")
+            .into_iter()
+            .map(|r| r.err().map(|(_, code)| code))
+            .collect::<Vec<_>>()
+    };
+    let busy = Some(rdkafka::types::RDKafkaErrorCode::NonEmptyGroup);
+    assert_eq!(delete().await, [busy, busy], "within the session");
+    tokio::time::sleep((session + Duration::from_secs(1)).saturating_sub(closed.elapsed())).await;
+    assert_eq!(delete().await, [None, None], "after the session ran out");
 }
 
 /// What an admin tool does (`kafka-consumer-groups --describe`,

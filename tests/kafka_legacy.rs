@@ -644,6 +644,36 @@ async fn old_epoch_config_and_acl_versions_are_served(broker: &Broker) {
     ]
     .concat();
     assert_eq!(&answer[..], &expected[..], "DeleteAcls v0");
+
+    // DescribeLogDirs v0 (Kafka 3.9 serves it; v1 has the same wire form).
+    let dirs = array(&[[string(topic), array(&[i32b(0), i32b(7)])].concat()]);
+    let answer = exchange(&mut raw, ApiKey::DescribeLogDirs, 0, 77, &dirs);
+    let as_v1 = exchange(&mut raw, ApiKey::DescribeLogDirs, 1, 77, &dirs);
+    assert_eq!(answer, as_v1, "DescribeLogDirs v0 answers as v1");
+    let dir_len = usize::from(u16::from_be_bytes([answer[14], answer[15]]));
+    let after_dir = 16 + dir_len;
+    let head = [i32b(77), i32b(0), i32b(1), i16b(0)].concat();
+    assert_eq!(
+        &answer[..14],
+        &head[..],
+        "DescribeLogDirs v0: one dir, no error"
+    );
+    let dir = std::str::from_utf8(&answer[16..after_dir]).expect("a dir name");
+    assert!(dir.contains(':'), "backend:cluster, got {dir}");
+    let size_at = after_dir + 4 + topic.len() + 2 + 4 + 4;
+    let size = i64::from_be_bytes(answer[size_at..size_at + 8].try_into().expect("8 bytes"));
+    assert!(size > 0, "partition 0 holds three messages");
+    let expected = [array(&[[
+        string(topic),
+        array(&[[i32b(0), i64b(size), i64b(0), vec![0]].concat()]),
+    ]
+    .concat()])]
+    .concat();
+    assert_eq!(
+        &answer[after_dir..],
+        &expected[..],
+        "DescribeLogDirs v0: partition 0 only (7 does not exist)"
+    );
 }
 
 /// Every record of partition 0 of `topic` as rdkafka reads it, one line

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use storage::topic_configs;
 use storage::QueueOptions;
 
+use crate::records::TimestampType;
+
 /// How long rules read from the catalog are used.
 pub(crate) const FRESH_FOR: Duration = Duration::from_secs(1);
 /// Bound on the topics remembered; past it the cache starts afresh.
@@ -50,6 +52,15 @@ impl ProduceRules {
             max_message_bytes: usize::try_from(max).unwrap_or(0),
             key_required: topic_configs::cleanup_policy(o).compact,
             log_append_time: topic_configs::log_append_time(o),
+        }
+    }
+
+    /// The timestamp type the topic's fetched batches state.
+    pub(crate) fn timestamp_type(&self) -> TimestampType {
+        if self.log_append_time {
+            TimestampType::LogAppend
+        } else {
+            TimestampType::Create
         }
     }
 }

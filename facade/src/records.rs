@@ -40,6 +40,7 @@ pub enum BatchError {
 const HEADER_LEN: usize = 61;
 const CRC_START: usize = 21;
 const ATTR_COMPRESSION: i16 = 0x07;
+const ATTR_LOG_APPEND_TIME: i16 = 0x08;
 const ATTR_TRANSACTIONAL: i16 = 0x10;
 const ATTR_CONTROL: i16 = 0x20;
 
@@ -331,26 +332,49 @@ pub(crate) fn txn_of(m: &StoredMessage) -> Option<TxnMark> {
     }
 }
 
+/// Whose time a topic's records carry (`message.timestamp.type`), which a
+/// fetched batch states in its attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampType {
+    /// The producer's (`CreateTime`).
+    Create,
+    /// The broker's when it appended them (`LogAppendTime`): clients take
+    /// a batch's max timestamp as each of its records' time.
+    LogAppend,
+}
+
 /// Writes `messages` (ascending offsets; a compacted topic leaves gaps) as
 /// uncompressed magic-2 batches: one, unless transactions are among them,
 /// whose records and markers go in batches of their own carrying the
 /// producer and the transactional and control attributes, as Kafka's log
 /// holds them (read_committed clients drop aborted batches by producer).
-pub fn encode_batch(messages: &[StoredMessage], out: &mut BytesMut) {
+/// With [`TimestampType::LogAppend`] each append time starts a batch of its
+/// own, as Kafka's log holds one batch per append, so every record keeps
+/// its time.
+pub fn encode_batch(messages: &[StoredMessage], times: TimestampType, out: &mut BytesMut) {
     let mut rest = messages;
     while let Some(first) = rest.first() {
         let txn = txn_of(first);
+        let appended = first.timestamp_ms();
         let run = rest
             .iter()
-            .position(|m| txn_of(m) != txn)
+            .position(|m| {
+                txn_of(m) != txn
+                    || (times == TimestampType::LogAppend && m.timestamp_ms() != appended)
+            })
             .unwrap_or(rest.len());
-        encode_run(&rest[..run], txn, out);
+        encode_run(&rest[..run], txn, times, out);
         rest = &rest[run..];
     }
 }
 
 /// Writes `messages`, all of the transaction `txn` (or none), as one batch.
-fn encode_run(messages: &[StoredMessage], txn: Option<TxnMark>, out: &mut BytesMut) {
+fn encode_run(
+    messages: &[StoredMessage],
+    txn: Option<TxnMark>,
+    times: TimestampType,
+    out: &mut BytesMut,
+) {
     let Some(first) = messages.first() else {
         return;
     };
@@ -404,14 +428,22 @@ fn encode_run(messages: &[StoredMessage], txn: Option<TxnMark>, out: &mut BytesM
     out.put_i8(2);
     out.put_u32(0); // CRC, filled below
     let crc_from = out.len();
-    // Attributes: no compression, CreateTime, and the transaction's.
-    out.put_i16(match txn {
-        None => 0,
-        Some(TxnMark { marker: None, .. }) => ATTR_TRANSACTIONAL,
-        Some(TxnMark {
-            marker: Some(_), ..
-        }) => ATTR_TRANSACTIONAL | ATTR_CONTROL,
-    });
+    // Attributes: no compression, the topic's timestamp type, and the
+    // transaction's.
+    let time_attr = match times {
+        TimestampType::Create => 0,
+        TimestampType::LogAppend => ATTR_LOG_APPEND_TIME,
+    };
+    out.put_i16(
+        time_attr
+            | match txn {
+                None => 0,
+                Some(TxnMark { marker: None, .. }) => ATTR_TRANSACTIONAL,
+                Some(TxnMark {
+                    marker: Some(_), ..
+                }) => ATTR_TRANSACTIONAL | ATTR_CONTROL,
+            },
+    );
     let delta = |m: &StoredMessage| (m.offset - first.offset) as i32;
     out.put_i32(messages.last().map_or(0, delta)); // last offset delta
     out.put_i64(base_timestamp);
@@ -465,8 +497,30 @@ fn put_nullable(out: &mut BytesMut, bytes: Option<&[u8]>) {
 mod tests {
     use super::*;
     use kafka_protocol::records::{
-        Compression, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+        Compression, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
+        TimestampType as RefTimestampType,
     };
+
+    /// A stored Kafka record of value "v" at `offset` and `timestamp_ms`.
+    fn stored_v(offset: i64, timestamp_ms: i64, txn: Option<TxnMark>) -> StoredMessage {
+        StoredMessage {
+            offset,
+            created_at_ms: 5,
+            record: Record {
+                message_id: storage::new_message_id(),
+                transaction_id: None,
+                trace_id: None,
+                producer_sub: None,
+                content: Content::Kafka(KafkaRecord {
+                    key: None,
+                    value: Some(Bytes::from_static(b"v")),
+                    headers: Vec::new(),
+                    timestamp_ms,
+                    txn,
+                }),
+            },
+        }
+    }
 
     fn kafka_record(
         offset: i64,
@@ -480,7 +534,7 @@ mod tests {
             partition_leader_epoch: 0,
             producer_id: -1,
             producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
+            timestamp_type: RefTimestampType::Creation,
             offset,
             // The reference encoder starts a new batch when offset - sequence changes.
             sequence: offset as i32,
@@ -584,7 +638,7 @@ mod tests {
             }))
             .collect();
         let mut out = BytesMut::new();
-        encode_batch(&messages, &mut out);
+        encode_batch(&messages, TimestampType::Create, &mut out);
         let mut bytes = out.freeze();
         let set = RecordBatchDecoder::decode(&mut bytes).expect("reference decoder accepts it");
         let offsets: Vec<i64> = set.records.iter().map(|r| r.offset).collect();
@@ -607,7 +661,7 @@ mod tests {
             m.offset = offset;
         }
         let mut out = BytesMut::new();
-        encode_batch(&sparse, &mut out);
+        encode_batch(&sparse, TimestampType::Create, &mut out);
         let set = RecordBatchDecoder::decode(&mut out.freeze()).expect("reference decoder");
         let offsets: Vec<i64> = set.records.iter().map(|r| r.offset).collect();
         assert_eq!(offsets, [40, 43, 47]);
@@ -643,23 +697,7 @@ mod tests {
 
         // Fetched: a plain record, the transaction's two, its commit
         // marker, a plain one: four batches, as Kafka's log holds them.
-        let stored = |offset: i64, txn: Option<TxnMark>| StoredMessage {
-            offset,
-            created_at_ms: 5,
-            record: Record {
-                message_id: storage::new_message_id(),
-                transaction_id: None,
-                trace_id: None,
-                producer_sub: None,
-                content: Content::Kafka(KafkaRecord {
-                    key: None,
-                    value: Some(Bytes::from_static(b"v")),
-                    headers: Vec::new(),
-                    timestamp_ms: 7,
-                    txn,
-                }),
-            },
-        };
+        let stored = |offset: i64, txn: Option<TxnMark>| stored_v(offset, 7, txn);
         let commit = TxnMark {
             marker: Some(storage::record::Marker::Commit),
             ..mark
@@ -672,7 +710,7 @@ mod tests {
             stored(4, None),
         ];
         let mut out = BytesMut::new();
-        encode_batch(&messages, &mut out);
+        encode_batch(&messages, TimestampType::Create, &mut out);
         let set = RecordBatchDecoder::decode_all(&mut out.freeze()).expect("reference decoder");
         let seen: Vec<(i64, bool, bool, i64, i16)> = set
             .iter()
@@ -696,6 +734,48 @@ mod tests {
                 (3, true, true, 5, 2),
                 (4, false, false, -1, -1),
             ]
+        );
+    }
+
+    #[test]
+    fn log_append_time_batches_say_so_and_keep_each_append_time() {
+        let at = |offset: i64, time: i64| stored_v(offset, time, None);
+        let messages = [at(0, 100), at(1, 100), at(2, 250), at(3, 250)];
+        let batches = |times| {
+            let mut out = BytesMut::new();
+            encode_batch(&messages, times, &mut out);
+            RecordBatchDecoder::decode_all(&mut out.freeze()).expect("reference decoder")
+        };
+        let seen = |sets: Vec<kafka_protocol::records::RecordSet>| -> Vec<Vec<(i64, i64, bool)>> {
+            sets.iter()
+                .map(|s| {
+                    s.records
+                        .iter()
+                        .map(|r| {
+                            let log_append = r.timestamp_type == RefTimestampType::LogAppend;
+                            (r.offset, r.timestamp, log_append)
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        // A client takes a LogAppendTime batch's max timestamp for each of
+        // its records, so each append time is a batch of its own.
+        assert_eq!(
+            seen(batches(TimestampType::LogAppend)),
+            [
+                vec![(0, 100, true), (1, 100, true)],
+                vec![(2, 250, true), (3, 250, true)]
+            ]
+        );
+        assert_eq!(
+            seen(batches(TimestampType::Create)),
+            [vec![
+                (0, 100, false),
+                (1, 100, false),
+                (2, 250, false),
+                (3, 250, false)
+            ]]
         );
     }
 }

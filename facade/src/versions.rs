@@ -25,7 +25,6 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::DescribeProducers, 0, 0),
-    // Kafka 3.9 also serves DescribeLogDirs v0, which 4.0 and the crate dropped.
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::AlterPartitionReassignments, 0, 1),
@@ -84,6 +83,7 @@ pub const LEGACY: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 0, 0),
     (ApiKey::CreateAcls, 0, 0),
     (ApiKey::DeleteAcls, 0, 0),
+    (ApiKey::DescribeLogDirs, 0, 0),
 ];
 
 fn find(table: &[(ApiKey, i16, i16)], key: ApiKey) -> Option<(i16, i16)> {
@@ -157,5 +157,69 @@ mod tests {
         }
         assert!(!supports(ApiKey::Produce, -1));
         assert_eq!(advertised().count(), SUPPORTED.len());
+    }
+
+    /// Kafka 3.9's `validVersions` (`clients/src/main/resources/common/
+    /// message/*Request.json` at 3.9.0) of every API this broker
+    /// implements and a 3.9 broker serves to clients. The share-group APIs
+    /// are left out: 3.9 has only their unstable, unadvertised v0.
+    const KAFKA_3_9: &[(ApiKey, i16, i16)] = &[
+        (ApiKey::Produce, 0, 11),
+        (ApiKey::Fetch, 0, 17),
+        (ApiKey::ListOffsets, 0, 9),
+        (ApiKey::Metadata, 0, 12),
+        (ApiKey::OffsetCommit, 0, 9),
+        (ApiKey::OffsetFetch, 0, 9),
+        (ApiKey::FindCoordinator, 0, 6),
+        (ApiKey::JoinGroup, 0, 9),
+        (ApiKey::Heartbeat, 0, 4),
+        (ApiKey::LeaveGroup, 0, 5),
+        (ApiKey::SyncGroup, 0, 5),
+        (ApiKey::DescribeGroups, 0, 5),
+        (ApiKey::ListGroups, 0, 5),
+        (ApiKey::SaslHandshake, 0, 1),
+        (ApiKey::ApiVersions, 0, 4),
+        (ApiKey::CreateTopics, 0, 7),
+        (ApiKey::DeleteTopics, 0, 6),
+        (ApiKey::DeleteRecords, 0, 2),
+        (ApiKey::InitProducerId, 0, 5),
+        (ApiKey::OffsetForLeaderEpoch, 0, 4),
+        (ApiKey::AddPartitionsToTxn, 0, 5),
+        (ApiKey::AddOffsetsToTxn, 0, 4),
+        (ApiKey::EndTxn, 0, 4),
+        (ApiKey::TxnOffsetCommit, 0, 4),
+        (ApiKey::DescribeAcls, 0, 3),
+        (ApiKey::CreateAcls, 0, 3),
+        (ApiKey::DeleteAcls, 0, 3),
+        (ApiKey::DescribeConfigs, 0, 4),
+        (ApiKey::AlterConfigs, 0, 2),
+        (ApiKey::DescribeLogDirs, 0, 4),
+        (ApiKey::SaslAuthenticate, 0, 2),
+        (ApiKey::CreatePartitions, 0, 3),
+        (ApiKey::DeleteGroups, 0, 2),
+        (ApiKey::ElectLeaders, 0, 2),
+        (ApiKey::IncrementalAlterConfigs, 0, 1),
+        (ApiKey::AlterPartitionReassignments, 0, 0),
+        (ApiKey::ListPartitionReassignments, 0, 0),
+        (ApiKey::OffsetDelete, 0, 0),
+        (ApiKey::DescribeUserScramCredentials, 0, 0),
+        (ApiKey::AlterUserScramCredentials, 0, 0),
+        (ApiKey::DescribeCluster, 0, 1),
+        (ApiKey::DescribeProducers, 0, 0),
+        (ApiKey::DescribeTransactions, 0, 0),
+        (ApiKey::ListTransactions, 0, 1),
+        (ApiKey::ConsumerGroupHeartbeat, 0, 0),
+        (ApiKey::ConsumerGroupDescribe, 0, 0),
+    ];
+
+    #[test]
+    fn every_version_kafka_3_9_serves_of_an_implemented_api_is_advertised() {
+        for &(key, min, max) in KAFKA_3_9 {
+            let (ours_min, ours_max) = range(key).unwrap_or((i16::MAX, -1));
+            assert!(
+                ours_min <= min && max <= ours_max,
+                "{key:?}: Kafka 3.9 serves {min}..={max}, we {ours_min}..={ours_max}"
+            );
+        }
     }
 }

@@ -405,3 +405,45 @@ fn a_batched_leave_removes_static_members_by_instance_id() {
         "b stays, and rebalances without a"
     );
 }
+
+/// A coordinator asked about a group sees the sessions that ran out since
+/// the timer's last tick (here the timer never runs): a static member that
+/// closed without leaving is gone exactly one session later.
+#[tokio::test]
+async fn a_group_is_asked_about_as_of_now_not_as_of_the_last_tick() {
+    let limits = Limits {
+        min_session_ms: 1,
+        initial_delay_ms: 0,
+        ..LIMITS
+    };
+    let coordinator = super::Coordinator::new(limits);
+    let join = JoinRequest {
+        session_timeout_ms: 300,
+        ..request("", Some("static"), &["range"])
+    };
+    let joined = coordinator.join("g", join).await;
+    assert_eq!((joined.error, joined.generation), (None, 1));
+    let assignment = vec![(joined.member_id.clone(), Bytes::from_static(b"A"))];
+    let synced = coordinator
+        .sync(
+            "g",
+            1,
+            &joined.member_id,
+            Some("static"),
+            (None, None),
+            assignment,
+        )
+        .await;
+    assert_eq!(synced.error, None);
+    assert!(coordinator.has_members("g"), "within its session");
+    tokio::time::sleep(std::time::Duration::from_millis(350)).await;
+    assert_eq!(
+        coordinator
+            .describe("g")
+            .map(|g| (g.state, g.members.len())),
+        Some((State::Empty, 0)),
+        "its session ran out"
+    );
+    assert!(!coordinator.has_members("g"));
+    assert!(coordinator.forget("g"), "an Empty group is deleted");
+}

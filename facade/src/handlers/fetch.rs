@@ -35,7 +35,7 @@ use uuid::Uuid;
 use crate::broker::Broker;
 use crate::error::storage_code;
 use crate::metrics::KAFKA;
-use crate::records::encode_batch;
+use crate::records::{encode_batch, TimestampType};
 
 /// The longest a fetch may wait, whatever it asks.
 const MAX_WAIT: Duration = Duration::from_secs(30);
@@ -47,6 +47,7 @@ struct Wanted {
     partition_id: Result<PartitionId, i16>,
     offset: i64,
     max_bytes: usize,
+    times: TimestampType,
 }
 
 /// Answers with what is available from each requested offset, waiting up
@@ -73,6 +74,15 @@ pub(super) async fn handle(
         } else {
             Some(topic.topic.to_string())
         };
+        // The topic's `message.timestamp.type`, cached with its produce rules.
+        let times = match &name {
+            Some(name) if access.topic(AclOperation::Read, name) => broker
+                .produce_rules(name)
+                .await
+                .map(|rules| rules.timestamp_type())
+                .map_err(|e| storage_code(&e)),
+            _ => Ok(TimestampType::Create),
+        };
         for p in &topic.partitions {
             let partition_id = match &name {
                 None => Err(ResponseError::UnknownTopicId.code()),
@@ -80,7 +90,7 @@ pub(super) async fn handle(
                     Err(ResponseError::TopicAuthorizationFailed.code())
                 }
                 Some(name) => match broker.partition_id(name, p.partition, false).await {
-                    Ok(Some(id)) => Ok(id),
+                    Ok(Some(id)) => times.map(|_| id),
                     Ok(None) => Err(ResponseError::UnknownTopicOrPartition.code()),
                     Err(e) => Err(storage_code(&e)),
                 },
@@ -91,6 +101,7 @@ pub(super) async fn handle(
                 partition_id,
                 offset: p.fetch_offset,
                 max_bytes: usize::try_from(p.partition_max_bytes).unwrap_or(0),
+                times: times.unwrap_or(TimestampType::Create),
             });
         }
         topics.push((name, topic.topic.clone(), topic.topic_id));
@@ -187,6 +198,7 @@ async fn read_all(broker: &Broker, version: i16, wanted: &[Wanted], pass: Pass) 
                 let at = Position {
                     partition_id,
                     offset: w.offset,
+                    times: w.times,
                 };
                 match read_one(broker, version, at, budget, pass, &mut held, data.clone()).await {
                     Ok((filled, n, count)) => {
@@ -220,6 +232,8 @@ async fn read_all(broker: &Broker, version: i16, wanted: &[Wanted], pass: Pass) 
 struct Position {
     partition_id: PartitionId,
     offset: i64,
+    /// The timestamp type its batches state.
+    times: TimestampType,
 }
 
 /// What one partition's records may take of the answer.
@@ -246,6 +260,7 @@ async fn read_one(
     let Position {
         partition_id,
         offset,
+        times,
     } = at;
     let read_committed = pass.read_committed;
     let bounds = broker.engine.log_bounds(partition_id).await?;
@@ -276,7 +291,7 @@ async fn read_one(
             .read_partition(partition_id, offset, wanted, budget.bytes.max(1))
             .await?;
         messages.retain(|m| m.offset < upper);
-        (records, count) = encode_within(&messages, budget);
+        (records, count) = encode_within(&messages, times, budget);
         // Only records of a transaction can be of an aborted one.
         let transactional = |m: &StoredMessage| crate::records::txn_of(m).is_some();
         if read_committed && messages[..count].iter().any(transactional) {
@@ -308,11 +323,15 @@ async fn read_one(
 /// its stored size (compression, headers), so the fit is checked on the
 /// encoded batch; a batch's size is near-linear in its records, so a
 /// too-large one is cut in proportion until it fits.
-fn encode_within(messages: &[StoredMessage], budget: Budget) -> (BytesMut, usize) {
+fn encode_within(
+    messages: &[StoredMessage],
+    times: TimestampType,
+    budget: Budget,
+) -> (BytesMut, usize) {
     let mut n = messages.len();
     loop {
         let mut batch = BytesMut::new();
-        encode_batch(&messages[..n], &mut batch);
+        encode_batch(&messages[..n], times, &mut batch);
         if batch.len() <= budget.bytes || (n == 1 && budget.at_least_one) {
             return (batch, n);
         }

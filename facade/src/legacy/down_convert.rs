@@ -6,11 +6,12 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use super::message_set::put_message;
-use crate::records::{decompress, nullable_bytes, varlong, BatchError};
+use super::message_set::put_message_as;
+use crate::records::{decompress, nullable_bytes, varlong, BatchError, TimestampType};
 
 const HEADER_LEN: usize = 61;
 const ATTR_COMPRESSION: i16 = 0x07;
+const ATTR_LOG_APPEND_TIME: i16 = 0x08;
 const ATTR_CONTROL: i16 = 0x20;
 
 /// The message format a Fetch version reads.
@@ -50,6 +51,12 @@ pub(crate) fn convert(mut data: Bytes, magic: i8) -> Result<Bytes, BatchError> {
         if attributes & ATTR_CONTROL != 0 {
             continue;
         }
+        // Kafka keeps the batch's timestamp type in the messages it makes.
+        let times = if attributes & ATTR_LOG_APPEND_TIME != 0 {
+            TimestampType::LogAppend
+        } else {
+            TimestampType::Create
+        };
         let mut body = decompress(
             attributes & ATTR_COMPRESSION,
             batch.slice(HEADER_LEN..),
@@ -70,9 +77,10 @@ pub(crate) fn convert(mut data: Bytes, magic: i8) -> Result<Bytes, BatchError> {
             let key = nullable_bytes(&mut r)?;
             let value = nullable_bytes(&mut r)?;
             let before = out.len();
-            put_message(
+            put_message_as(
                 &mut out,
                 magic,
+                times,
                 offset,
                 timestamp,
                 key.as_deref(),
@@ -94,6 +102,7 @@ pub(crate) fn convert(mut data: Bytes, magic: i8) -> Result<Bytes, BatchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::legacy::message_set::put_message;
     use crate::records::encode_batch;
     use storage::{Content, Header, KafkaRecord, Record, StoredMessage};
 
@@ -125,9 +134,14 @@ mod tests {
         let mut batches = BytesMut::new();
         encode_batch(
             &[stored(7, 1000, Some(b"a")), stored(9, 990, None)],
+            TimestampType::Create,
             &mut batches,
         );
-        encode_batch(&[stored(10, 2000, Some(b"b"))], &mut batches);
+        encode_batch(
+            &[stored(10, 2000, Some(b"b"))],
+            TimestampType::LogAppend,
+            &mut batches,
+        );
         for magic in [0, 1] {
             let set = convert(batches.clone().freeze(), magic).expect("converted");
             let mut expected = BytesMut::new();
@@ -137,9 +151,15 @@ mod tests {
                 (10, 2000, Some(b"b")),
             ] {
                 let value = format!("value-{offset}");
-                put_message(
+                // The LogAppendTime batch's message says so (magic 1).
+                let times = match offset {
+                    10 => TimestampType::LogAppend,
+                    _ => TimestampType::Create,
+                };
+                put_message_as(
                     &mut expected,
                     magic,
+                    times,
                     offset,
                     ts,
                     key,
@@ -160,14 +180,14 @@ mod tests {
         }
         // A first batch is converted whole, however much it grows.
         let mut one_batch = BytesMut::new();
-        encode_batch(&tiny, &mut one_batch);
+        encode_batch(&tiny, TimestampType::Create, &mut one_batch);
         assert!(all.len() > one_batch.len(), "tiny records grow");
         let whole = convert(one_batch.freeze(), 1).expect("converted");
         assert_eq!(whole, all.clone().freeze());
         // After it, only whole messages within the batches' size.
         let mut batches = BytesMut::new();
-        encode_batch(&tiny[..1], &mut batches);
-        encode_batch(&tiny[1..], &mut batches);
+        encode_batch(&tiny[..1], TimestampType::Create, &mut batches);
+        encode_batch(&tiny[1..], TimestampType::Create, &mut batches);
         let set = convert(batches.clone().freeze(), 1).expect("converted");
         assert!(
             set.len() <= batches.len(),
@@ -189,9 +209,9 @@ mod tests {
     #[test]
     fn a_partial_trailing_batch_is_left_out() {
         let mut batches = BytesMut::new();
-        encode_batch(&[stored(0, 1, None)], &mut batches);
+        encode_batch(&[stored(0, 1, None)], TimestampType::Create, &mut batches);
         let whole = batches.len();
-        encode_batch(&[stored(1, 1, None)], &mut batches);
+        encode_batch(&[stored(1, 1, None)], TimestampType::Create, &mut batches);
         let cut = batches.freeze().slice(..whole + 20);
         let set = convert(cut, 1).expect("converted");
         let mut expected = BytesMut::new();

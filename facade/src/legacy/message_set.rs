@@ -9,7 +9,7 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use storage::{Content, KafkaRecord, Record};
 
-use crate::records::{decompress, BatchError};
+use crate::records::{decompress, BatchError, TimestampType};
 
 /// Offset and size before each message.
 const LOG_OVERHEAD: usize = 12;
@@ -170,10 +170,33 @@ fn nullable_bytes(m: &mut Bytes) -> Result<Option<Bytes>, BatchError> {
 }
 
 /// Appends one uncompressed message at `offset` to `out`: magic 0 (the
-/// timestamp is dropped) or magic 1 (CreateTime).
+/// timestamp is dropped) or magic 1 (CreateTime). The tests' message maker.
+#[cfg(test)]
 pub(crate) fn put_message(
     out: &mut BytesMut,
     magic: i8,
+    offset: i64,
+    timestamp: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) {
+    put_message_as(
+        out,
+        magic,
+        TimestampType::Create,
+        offset,
+        timestamp,
+        key,
+        value,
+    );
+}
+
+/// [`put_message`] with the timestamp type a magic-1 message states
+/// (magic 0 has no timestamp, so no type).
+pub(crate) fn put_message_as(
+    out: &mut BytesMut,
+    magic: i8,
+    times: TimestampType,
     offset: i64,
     timestamp: i64,
     key: Option<&[u8]>,
@@ -185,7 +208,11 @@ pub(crate) fn put_message(
     out.put_u32(0); // CRC, filled below
     let crc_from = out.len();
     out.put_i8(magic);
-    out.put_i8(0); // attributes: uncompressed, CreateTime
+    // Attributes: uncompressed, and the timestamp's type.
+    out.put_i8(match times {
+        TimestampType::LogAppend if magic >= 1 => ATTR_LOG_APPEND_TIME,
+        _ => 0,
+    });
     if magic >= 1 {
         out.put_i64(timestamp);
     }

@@ -66,6 +66,8 @@ pub(crate) fn decode_request(
         ApiKey::DescribeAcls => RequestKind::DescribeAcls(acls::decode_describe(&mut r)?),
         ApiKey::CreateAcls => RequestKind::CreateAcls(acls::decode_create(&mut r)?),
         ApiKey::DeleteAcls => RequestKind::DeleteAcls(acls::decode_delete(&mut r)?),
+        // v0 is v1 on the wire (v1 only throttles after answering).
+        ApiKey::DescribeLogDirs => RequestKind::DescribeLogDirs(as_version(api, 1, body)?),
         _ => {
             return Err(ConnError::UnsupportedVersion {
                 api: format!("{api:?}"),
@@ -111,6 +113,7 @@ pub(crate) fn encode_response(
         // v0 answers as v1 (v1 only added the pattern type to the request).
         ApiKey::CreateAcls => as_encoded(api, version, 1, answer, out)?,
         ApiKey::DeleteAcls => acls::encode_delete(downcast(api, version, answer)?, out),
+        ApiKey::DescribeLogDirs => as_encoded(api, version, 1, answer, out)?,
         _ => {
             return Err(ConnError::Encode(format!(
                 "{api:?} v{version} has no legacy codec"
@@ -149,6 +152,10 @@ fn as_encoded(
         }
         ApiKey::CreateAcls => {
             downcast::<kafka_protocol::messages::CreateAclsResponse>(api, version, answer)?
+                .encode(out, as_version)
+        }
+        ApiKey::DescribeLogDirs => {
+            downcast::<kafka_protocol::messages::DescribeLogDirsResponse>(api, version, answer)?
                 .encode(out, as_version)
         }
         _ => {

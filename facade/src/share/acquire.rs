@@ -12,6 +12,7 @@ use super::config::ShareConfig;
 use super::target::Target;
 use crate::broker::Broker;
 use crate::groups::share::{Held, Ms};
+use crate::records::TimestampType;
 
 /// How many exhausted records one acquisition dead-letters before it
 /// gives up for this fetch (each is one transaction).
@@ -58,7 +59,8 @@ pub(crate) async fn acquire(
             dead_letter(broker, group, first).await?;
             continue;
         }
-        return Ok(Some(package(outcome.messages, config, now)));
+        let times = broker.produce_rules(&target.queue).await?.timestamp_type();
+        return Ok(Some(package(outcome.messages, times, config, now)));
     }
     Ok(None)
 }
@@ -92,7 +94,12 @@ async fn dead_letter(
 }
 
 /// The response parts and the held records of popped messages.
-fn package(messages: Vec<PoppedMessage>, config: &ShareConfig, now: Ms) -> Acquired {
+fn package(
+    messages: Vec<PoppedMessage>,
+    times: TimestampType,
+    config: &ShareConfig,
+    now: Ms,
+) -> Acquired {
     let expires_at = now.saturating_add(config.lock_ms);
     let mut ranges: Vec<AcquiredRecords> = Vec::new();
     let mut held = Vec::with_capacity(messages.len());
@@ -124,7 +131,7 @@ fn package(messages: Vec<PoppedMessage>, config: &ShareConfig, now: Ms) -> Acqui
         });
     }
     let mut buf = BytesMut::new();
-    crate::records::encode_batch(&stored, &mut buf);
+    crate::records::encode_batch(&stored, times, &mut buf);
     Acquired {
         records: buf.freeze(),
         ranges,
