@@ -297,6 +297,12 @@ pub struct Config {
     #[arg(long, env = "QUEEN_SUPER_USERS", value_delimiter = ';')]
     pub super_users: Vec<String>,
 
+    /// With `--authorizer acl`, allow everything on a resource that no ACL
+    /// names, of any principal or operation (Kafka's
+    /// `allow.everyone.if.no.acl.found`).
+    #[arg(long, env = "QUEEN_ALLOW_EVERYONE_IF_NO_ACL_FOUND", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub allow_everyone_if_no_acl_found: bool,
+
     /// A JSON file with the settings of `queen mirror` (`source`, `topics`,
     /// `topic_regex`, `groups`, `source_properties`, `refresh_ms`): the
     /// broker runs the mirror as a task, one broker of a shared database

@@ -216,6 +216,7 @@ pub fn authorization(config: &Config) -> anyhow::Result<storage::AuthorizerConfi
     Ok(storage::AuthorizerConfig {
         enabled: config.authorizer == "acl",
         super_users,
+        allow_if_no_acl: config.allow_everyone_if_no_acl_found,
         ..storage::AuthorizerConfig::default()
     })
 }

@@ -260,7 +260,8 @@ fn is_authorization_error(text: &str) -> bool {
 
 support::url_scenarios!(
     the_acl_matrix_with_librdkafka,
-    kafka_python_creates_describes_and_deletes_acls
+    kafka_python_creates_describes_and_deletes_acls,
+    everyone_may_use_what_no_acl_names_when_the_broker_allows_it
 );
 
 /// A broker with ACLs on and the three users.
@@ -516,6 +517,36 @@ async fn kafka_python_creates_describes_and_deletes_acls(url: &str) {
     );
     // The grant was deleted: the database holds no ACL of alice's.
     assert_eq!(revoke(&broker.listener("SASL_PLAINTEXT"), "User:alice"), 0);
+}
+
+/// `--allow-everyone-if-no-acl-found` (Kafka's
+/// `allow.everyone.if.no.acl.found`, librdkafka's ACL tests run with it):
+/// a topic no ACL names is open to every principal; once one names it,
+/// only the ACLs decide.
+async fn everyone_may_use_what_no_acl_names_when_the_broker_allows_it(url: &str) {
+    let pki = Pki::new();
+    let mut flags = AUTHORIZER.to_vec();
+    flags.push("--allow-everyone-if-no-acl-found");
+    let broker = start(url, &pki, &flags);
+    for (name, password) in [ADMIN, ALICE, BOB] {
+        add_user(url, name, password, false, &[]);
+    }
+    let address = broker.listener("SASL_PLAINTEXT");
+    let bob = client(&broker, &pki, "SASL_PLAINTEXT", Some(("PLAIN", BOB)));
+
+    // No ACL at all: bob creates (by Metadata), writes and reads.
+    assert_eq!(metadata_code(&address, BOB, "orders-open"), 0);
+    produce(&bob, "orders-open", &["one"])
+        .await
+        .expect("bob produces where no ACL is found");
+    assert_eq!(fetch(&address, BOB, "orders-open").0, 0);
+
+    // alice's ACLs name `orders-*`: bob is refused there, not elsewhere.
+    grant(&address, alices_acls());
+    assert_eq!(metadata_code(&address, BOB, "orders-open"), 29);
+    assert_eq!(fetch(&address, BOB, "orders-open").0, 29);
+    assert_eq!(metadata_code(&address, BOB, "payments"), 0);
+    assert_eq!(metadata_code(&address, ALICE, "orders-open"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

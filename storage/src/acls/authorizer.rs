@@ -10,7 +10,9 @@
 //! ALL) that matches the principal, host and resource refuses; then an
 //! ALLOW binding for the operation, ALL, or an operation that implies it
 //! (READ, WRITE, DELETE, ALTER imply DESCRIBE; ALTER_CONFIGS implies
-//! DESCRIBE_CONFIGS) allows; nothing else does.
+//! DESCRIBE_CONFIGS) allows; nothing else does, unless the broker allows
+//! everyone where no ACL is found (Kafka's `allow.everyone.if.no.acl.found`)
+//! and no binding, of any principal or operation, names the resource.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,6 +34,9 @@ pub struct AuthorizerConfig {
     pub enabled: bool,
     /// Principals allowed everything (`User:admin`).
     pub super_users: Vec<String>,
+    /// Allows everything on a resource no binding names (Kafka's
+    /// `allow.everyone.if.no.acl.found`; off by default, as in Kafka).
+    pub allow_if_no_acl: bool,
     /// How old the cached ACLs may be before the change counter is read.
     pub refresh: Duration,
 }
@@ -41,6 +46,7 @@ impl Default for AuthorizerConfig {
         Self {
             enabled: false,
             super_users: Vec::new(),
+            allow_if_no_acl: false,
             refresh: Duration::from_secs(1),
         }
     }
@@ -60,6 +66,7 @@ pub struct Authorizer {
     engine: Engine,
     enabled: bool,
     super_users: HashSet<String>,
+    allow_if_no_acl: bool,
     refresh: Duration,
     cached: Mutex<Cached>,
     /// Held by the one request that reads the database when the cache is
@@ -74,6 +81,7 @@ impl Authorizer {
             engine,
             enabled: config.enabled,
             super_users: config.super_users.into_iter().collect(),
+            allow_if_no_acl: config.allow_if_no_acl,
             refresh: config.refresh,
             cached: Mutex::new(Cached {
                 bindings: Arc::new(Vec::new()),
@@ -99,6 +107,7 @@ impl Authorizer {
             bindings: Some(self.bindings().await),
             principal: principal.to_owned(),
             host: host.trim_start_matches('/').to_owned(),
+            allow_if_no_acl: self.allow_if_no_acl,
         }
     }
 
@@ -187,6 +196,8 @@ pub struct Access {
     bindings: Option<Arc<Vec<AclBinding>>>,
     principal: String,
     host: String,
+    /// Everything is allowed on a resource no binding names.
+    allow_if_no_acl: bool,
 }
 
 impl Access {
@@ -196,6 +207,7 @@ impl Access {
             bindings: None,
             principal: String::new(),
             host: String::new(),
+            allow_if_no_acl: false,
         }
     }
 
@@ -209,6 +221,13 @@ impl Access {
         let Some(bindings) = &self.bindings else {
             return true;
         };
+        if self.allow_if_no_acl
+            && !bindings
+                .iter()
+                .any(|b| b.resource_type == resource_type && name_matches(b, name))
+        {
+            return true;
+        }
         let applicable = |b: &&AclBinding| {
             b.resource_type == resource_type && self.applies_to_me(b) && name_matches(b, name)
         };
@@ -245,6 +264,14 @@ impl Access {
         let Some(bindings) = &self.bindings else {
             return true;
         };
+        // Some resource of the type that no binding names is allowed.
+        if self.allow_if_no_acl
+            && !bindings
+                .iter()
+                .any(|b| b.resource_type == resource_type && names_all(b))
+        {
+            return true;
+        }
         let mine = |b: &&AclBinding| b.resource_type == resource_type && self.applies_to_me(b);
         let denies: Vec<&AclBinding> = bindings
             .iter()
@@ -287,6 +314,14 @@ fn name_matches(binding: &AclBinding, name: &str) -> bool {
     match binding.pattern {
         PatternType::Literal => binding.resource_name == WILDCARD || binding.resource_name == name,
         PatternType::Prefixed => name.starts_with(&binding.resource_name),
+    }
+}
+
+/// Whether `binding`'s pattern matches every name.
+fn names_all(binding: &AclBinding) -> bool {
+    match binding.pattern {
+        PatternType::Literal => binding.resource_name == WILDCARD,
+        PatternType::Prefixed => binding.resource_name.is_empty(),
     }
 }
 

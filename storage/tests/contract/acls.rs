@@ -176,6 +176,7 @@ pub(crate) async fn the_authorizer_sees_changes_of_every_broker(db: &Db) {
         enabled: true,
         super_users: vec!["User:admin".into()],
         refresh,
+        ..AuthorizerConfig::default()
     };
     // A long interval: only this authorizer's own changes are seen at once.
     let mine = Authorizer::new(a, config(Duration::from_secs(3600)));
@@ -232,4 +233,77 @@ pub(crate) async fn the_authorizer_sees_changes_of_every_broker(db: &Db) {
         read(&off.access("User:anyone", "/10.0.0.1").await),
         "off: everything is allowed"
     );
+}
+
+pub(crate) async fn everyone_is_allowed_where_no_acl_is_found_if_configured(db: &Db) {
+    use AclOperation::*;
+    let engine = db.engine().await;
+    let open = Authorizer::new(
+        engine.clone(),
+        AuthorizerConfig {
+            enabled: true,
+            allow_if_no_acl: true,
+            ..AuthorizerConfig::default()
+        },
+    );
+    let strict = Authorizer::new(
+        engine,
+        AuthorizerConfig {
+            enabled: true,
+            ..AuthorizerConfig::default()
+        },
+    );
+    let bob = open.access("User:bob", "/127.0.0.1").await;
+    assert!(
+        bob.allows(Write, ResourceType::Topic, "orders"),
+        "no ACL names it"
+    );
+    assert!(bob.allows_any(Write, ResourceType::Topic));
+    let strict_bob = strict.access("User:bob", "/127.0.0.1").await;
+    assert!(
+        !strict_bob.allows(Write, ResourceType::Topic, "orders"),
+        "off by default"
+    );
+
+    // An ACL of another principal and operation names the topic: from
+    // then on only the bindings decide, for it and what its prefix covers.
+    open.create(&[binding(
+        ResourceType::Topic,
+        "ord",
+        PatternType::Prefixed,
+        "User:alice",
+        Read,
+        AclPermission::Allow,
+    )])
+    .await
+    .expect("create");
+    let bob = open.access("User:bob", "/127.0.0.1").await;
+    assert!(!bob.allows(Write, ResourceType::Topic, "orders"));
+    assert!(!bob.allows(Describe, ResourceType::Topic, "orders"));
+    assert!(
+        bob.allows(Write, ResourceType::Topic, "payments"),
+        "still unnamed"
+    );
+    assert!(
+        bob.allows(Read, ResourceType::Group, "billing"),
+        "other types too"
+    );
+    let alice = open.access("User:alice", "/127.0.0.1").await;
+    assert!(alice.allows(Read, ResourceType::Topic, "orders"));
+    assert!(!alice.allows(Write, ResourceType::Topic, "orders"));
+
+    // A binding naming every topic leaves no topic unnamed.
+    open.create(&[binding(
+        ResourceType::Topic,
+        "*",
+        PatternType::Literal,
+        "User:alice",
+        Write,
+        AclPermission::Allow,
+    )])
+    .await
+    .expect("create");
+    let bob = open.access("User:bob", "/127.0.0.1").await;
+    assert!(!bob.allows(Write, ResourceType::Topic, "payments"));
+    assert!(!bob.allows_any(Write, ResourceType::Topic));
 }

@@ -80,6 +80,7 @@ contract!(
     acls::acls_are_shared_described_and_deleted_by_filter,
     acls::malformed_acls_are_refused_and_change_nothing,
     acls::the_authorizer_sees_changes_of_every_broker,
+    acls::everyone_is_allowed_where_no_acl_is_found_if_configured,
     acl_lookups::partition_and_lease_ids_name_their_queues_and_groups,
     acl_lookups::a_pop_by_namespace_considers_only_readable_queues,
     retention::age_deletes_old_segments_and_readers_continue,
