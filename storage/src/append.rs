@@ -11,7 +11,7 @@
 //! colliding id in between.
 
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use uuid::Uuid;
 
@@ -154,13 +154,21 @@ pub(crate) async fn append(
         // not in the index, but duplicates all the same.
         let mut fresh: HashMap<String, (Uuid, i64)> = HashMap::new();
         let mut originals = Originals::default();
-        if let Some(index) = index.as_ref().filter(|i| !i.runs.is_empty()) {
-            let hashes = jobs
+        // Each record's hash, computed once, by job (empty for the jobs of
+        // other partitions, and without a window).
+        let job_hashes: Vec<Vec<i64>> = match &index {
+            Some(_) => jobs
                 .iter()
-                .filter(|j| j.partition_id == head.id)
-                .flat_map(|j| &j.records)
-                .map(|r| txn_hash(&r.transaction_id()));
-            originals.prefetch(tx, index, hashes).await?;
+                .map(|j| match j.partition_id == head.id {
+                    true => j.records.iter().map(Record::txn_hash).collect(),
+                    false => Vec::new(),
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        if let Some(index) = index.as_ref().filter(|i| !i.runs.is_empty()) {
+            let hashes: Vec<i64> = job_hashes.iter().flatten().copied().collect();
+            originals.prefetch(tx, index, &hashes).await?;
         }
         // Kafka producers' state, read once per producer and kept current
         // across this group's jobs.
@@ -217,17 +225,27 @@ pub(crate) async fn append(
                 }
             }
             let mut answers = Vec::with_capacity(job.records.len());
-            for record in &job.records {
+            for (i, record) in job.records.iter().enumerate() {
                 let offset = head.next_offset + stored.len() as i64;
                 // Without a window nothing is a duplicate, and the (minted)
                 // transaction id is not even formatted.
                 if let Some(index) = &index {
                     let txn = record.transaction_id();
+                    let hash = match job_hashes.get(j).and_then(|h| h.get(i)) {
+                        Some(&hash) => hash,
+                        // Not expected (every record of the partition is
+                        // hashed above); `find` trusts only prefetched "no"s.
+                        None => {
+                            let hash = txn_hash(&txn);
+                            originals.prefetch(tx, index, &[hash]).await?;
+                            hash
+                        }
+                    };
                     let original = match fresh.get(&txn) {
                         Some(&found) => Some(found),
                         None => {
                             originals
-                                .find(tx, sealer, head.id, index, since, &txn)
+                                .find(tx, sealer, head.id, index, since, &txn, hash)
                                 .await?
                         }
                     };
@@ -239,7 +257,7 @@ pub(crate) async fn append(
                         });
                         continue;
                     }
-                    stored_hashes.push(txn_hash(&txn));
+                    stored_hashes.push(hash);
                     fresh.insert(txn, (record.message_id, offset));
                 }
                 stored.push(record);
@@ -353,6 +371,10 @@ async fn window_index(
 struct Originals {
     segments: Vec<(i64, Vec<Record>)>,
     pages: HashMap<(i64, i64), Vec<RunEntry>>,
+    /// The prefetched hashes some run's filter said "maybe" to: the only
+    /// ones whose runs [`Self::find`] looks at (probing a large filter is a
+    /// cache miss, so each is probed once per append, not twice).
+    maybe: HashSet<i64>,
     /// The partition's first offset inside the window, once needed.
     window_start: Option<i64>,
 }
@@ -364,12 +386,18 @@ impl Originals {
         &mut self,
         tx: &mut Conn<'_>,
         index: &WindowIndex,
-        hashes: impl Iterator<Item = i64>,
+        hashes: &[i64],
     ) -> Result<()> {
         let mut wanted: Vec<(i64, i64)> = Vec::new();
-        for hash in hashes {
-            for run in &index.runs {
-                wanted.extend(run.pages_for(hash).map(|page_no| (run.id, page_no)));
+        // Run by run, so the probes of one filter follow each other and
+        // their memory loads overlap.
+        for run in &index.runs {
+            for &hash in hashes {
+                let pages = run.pages_for(hash);
+                if !pages.is_empty() {
+                    self.maybe.insert(hash);
+                    wanted.extend(pages.map(|page_no| (run.id, page_no)));
+                }
             }
         }
         wanted.sort_unstable();
@@ -381,10 +409,13 @@ impl Originals {
         Ok(())
     }
 
-    /// The original (message id, offset) of `txn` in the partition's window
-    /// starting at `since`: the lowest in-window candidate offset whose
-    /// stored id is `txn`. When the segment is gone (retention) the hash
-    /// decides and the id is nil.
+    /// The original (message id, offset) of `txn` (whose hash is `hash`)
+    /// in the partition's window starting at `since`: the lowest in-window
+    /// candidate offset whose stored id is `txn`. When the segment is gone
+    /// (retention) the hash decides and the id is nil. `hash` must have
+    /// gone through [`Self::prefetch`]: the runs are asked only for a hash
+    /// whose prefetch found a "maybe".
+    #[allow(clippy::too_many_arguments)]
     async fn find(
         &mut self,
         tx: &mut Conn<'_>,
@@ -393,10 +424,14 @@ impl Originals {
         index: &WindowIndex,
         since: i64,
         txn: &str,
+        hash: i64,
     ) -> Result<Option<(Uuid, i64)>> {
-        let hash = txn_hash(txn);
         let mut candidates: Vec<i64> = index.tail.candidates(hash).collect();
-        for run in &index.runs {
+        let runs = match self.maybe.contains(&hash) {
+            true => &index.runs[..],
+            false => &[],
+        };
+        for run in runs {
             for page_no in run.pages_for(hash) {
                 let page = match self.pages.entry((run.id, page_no)) {
                     Entry::Occupied(page) => page.into_mut(),

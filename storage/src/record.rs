@@ -125,6 +125,17 @@ impl Record {
             .unwrap_or_else(|| self.message_id.to_string())
     }
 
+    /// The dedup hash of [`Self::transaction_id`], without copying the id.
+    pub(crate) fn txn_hash(&self) -> i64 {
+        match &self.transaction_id {
+            Some(txn) => crate::append::txn_hash(txn),
+            None => {
+                let mut buf = uuid::Uuid::encode_buffer();
+                crate::append::txn_hash(self.message_id.hyphenated().encode_lower(&mut buf))
+            }
+        }
+    }
+
     /// The record's own timestamp, for Kafka records; a native message's
     /// time is its segment's creation time.
     pub fn timestamp_ms(&self) -> Option<i64> {
@@ -480,6 +491,14 @@ mod tests {
                 timestamp_ms: ts,
                 txn: None,
             }),
+        }
+    }
+
+    #[test]
+    fn the_dedup_hash_is_that_of_the_effective_transaction_id() {
+        for record in [json(Some("order-7"), false), json(None, false)] {
+            let expected = crate::append::txn_hash(&record.transaction_id());
+            assert_eq!(record.txn_hash(), expected);
         }
     }
 

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::run::{self, Entry, Finished, Page, Run, RunBuilder};
-use super::{RunState, MERGE_FANOUT};
+use super::{RunState, MERGE_FANOUT, TOP_LEVEL};
 use crate::backend::Store;
 use crate::error::Result;
 use crate::model::PartitionId;
@@ -60,7 +60,7 @@ impl Engine {
         let merging = &self.inner.merging;
         let candidate = match merging.available_permits() {
             0 => None,
-            _ => sql::dedup::merge_candidate(&mut conn, MERGE_FANOUT).await?,
+            _ => sql::dedup::merge_candidate(&mut conn, MERGE_FANOUT, TOP_LEVEL).await?,
         };
         tx.commit().await?;
         self.inner.vacuum.add(Table::DedupPages, swept);

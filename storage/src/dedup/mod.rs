@@ -14,15 +14,21 @@
 //!   offset) pairs sorted by hash in pages of about 8 KiB, with a Bloom filter
 //!   ([`filter::Filter`]) and the first hash of each page.
 //! - A background task ([`maintain`]) **merges** [`MERGE_FANOUT`] runs of a
-//!   level into one of the next, in bounded steps, so a partition holds a
-//!   handful of runs per power of four of its window; it also drops runs
-//!   past the window and purges the sidecar.
+//!   level into one of the next, in bounded steps, up to [`TOP_LEVEL`] (runs
+//!   of about 4M ids), so a partition holds a handful of runs per power of
+//!   four of its window up to 4M ids and one run per 4M ids beyond; it
+//!   also drops runs past the window and purges the sidecar.
 //! - A lookup asks the tail, then each run's filter; only a "maybe" (about
-//!   0.5 % per run for an absent id) reads one page. So an append costs the
-//!   same at ten thousand ids in the window and at a hundred million.
+//!   0.5 % per run for an absent id) reads one page. So an append costs
+//!   about the same at ten thousand ids in the window and at millions: each
+//!   id is rewritten by merges at most [`TOP_LEVEL`] times, and past 4M ids
+//!   a lookup costs one more filter probe per 4M.
 //! - Memory per partition is its tail (at most [`SEAL_IDS`] entries) plus
 //!   about 12 bits per windowed id for the filters; the [`cache::DedupCache`]
-//!   holds every partition's index within one budget.
+//!   holds every partition's index within one budget. Beside it, each
+//!   running merge (at most [`maintain::MAX_MERGES`] per broker) holds its
+//!   output's filter, at most 6 MiB (a top-level run's), and a few input and
+//!   output pages.
 //! - A cold broker (a restart, another broker on PostgreSQL) reads a
 //!   partition's run filters and at most one tail's sidecar rows, never its
 //!   window's hashes.
@@ -42,6 +48,15 @@ pub(crate) const SEAL_IDS: usize = 16_384;
 
 /// Runs of one level merged into one of the next.
 pub(crate) const MERGE_FANOUT: i64 = 4;
+
+/// The highest level a merge writes: runs of about 4M ids (16,384 × 4⁴).
+/// Top-level runs are not merged further; they leave the window whole, and
+/// a window of n ids holds about n / 4M of them. Merging them too would
+/// rewrite every id once more per factor of four (16M, 64M, …), the work
+/// per append growing with the window, and would hold a run's filter twice
+/// (inputs and output, 24 MiB each at 16M ids) while it ran; a top-level run
+/// costs a lookup one filter probe and about 0.5 % more page reads instead.
+pub(crate) const TOP_LEVEL: i64 = 4;
 
 /// The life of a run (`dedup_runs.state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -303,19 +303,21 @@ pub(crate) async fn set_state(conn: &mut Conn<'_>, id: i64, state: RunState) -> 
     Ok(())
 }
 
-/// A partition and level with at least `fanout` live runs and no merge of
-/// that level under way: the next merge to do, lowest level first.
+/// A partition and level below `top` with at least `fanout` live runs and
+/// no merge of that level under way: the next merge to do, lowest level first.
 pub(crate) async fn merge_candidate(
     conn: &mut Conn<'_>,
     fanout: i64,
+    top: i64,
 ) -> Result<Option<(PartitionId, i64)>> {
     Ok(on_db!(conn, c => sqlx::query_as(
-        "SELECT partition_id, level FROM dedup_runs r WHERE state = 1 \
+        "SELECT partition_id, level FROM dedup_runs r WHERE state = 1 AND level < $2 \
          AND NOT EXISTS (SELECT 1 FROM dedup_runs b WHERE b.partition_id = r.partition_id \
                          AND b.level = r.level + 1 AND b.state = 0) \
          GROUP BY partition_id, level HAVING count(*) >= $1 ORDER BY level LIMIT 1",
     )
     .bind(fanout)
+    .bind(top)
     .fetch_optional(&mut **c)
     .await?))
 }

@@ -218,3 +218,39 @@ pub(crate) async fn a_starved_memory_budget_changes_no_answer(db: &Db) {
     upkeep(&engine).await;
     check(&engine, "tight", &stored, fresh, "starved, merged").await;
 }
+
+pub(crate) async fn top_level_runs_are_not_merged_further(db: &Db) {
+    // Pushes of 2,000 seal a run at every 18,000 ids (the first push past
+    // 16,384), so each batch below seals exactly four.
+    const BATCH: usize = 4 * 18_000;
+    let engine = db.engine().await;
+    configure(&engine, "top", 3600).await;
+    let live =
+        |level: i64| format!("SELECT count(*) FROM dedup_runs WHERE state = 1 AND level = {level}");
+    // Four sealed runs, relabelled as runs of the top level (4): without the
+    // cap they are the next merge's inputs.
+    let mut stored = by_id(push_ids(&engine, "top", 0..BATCH).await, 0);
+    assert_eq!(db.count(&live(0)).await, 4);
+    db.execute("UPDATE dedup_runs SET level = 4").await;
+    // Four more level-0 runs, which are merged as before.
+    stored.extend(by_id(
+        push_ids(&engine, "top", BATCH..2 * BATCH).await,
+        BATCH,
+    ));
+    upkeep(&engine).await;
+    assert_eq!(
+        db.count(&live(4)).await,
+        4,
+        "top-level runs stay as they are"
+    );
+    assert_eq!(
+        db.count(&live(5)).await,
+        0,
+        "nothing is merged above the top"
+    );
+    assert_eq!(db.count(&live(1)).await, 1, "lower levels are merged");
+    let fresh = check(&engine, "top", &stored, 30_000_000, "top level, warm").await;
+    engine.close().await;
+    let cold = db.engine().await;
+    check(&cold, "top", &stored, fresh, "top level, cold").await;
+}
