@@ -375,6 +375,7 @@ mod tests {
             bindings: Some(Arc::new(bindings)),
             principal: principal.into(),
             host: "127.0.0.1".into(),
+            allow_if_no_acl: false,
         }
     }
 
