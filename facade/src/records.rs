@@ -343,6 +343,24 @@ pub enum TimestampType {
     LogAppend,
 }
 
+impl TimestampType {
+    /// The type a batch's (or a magic-1 message's) attributes state.
+    pub(crate) fn from_attributes(attributes: i16) -> Self {
+        match attributes & ATTR_LOG_APPEND_TIME {
+            0 => Self::Create,
+            _ => Self::LogAppend,
+        }
+    }
+
+    /// Its bit in a batch's attributes (the same bit in a magic-1 message's).
+    pub(crate) fn attribute(self) -> i16 {
+        match self {
+            Self::Create => 0,
+            Self::LogAppend => ATTR_LOG_APPEND_TIME,
+        }
+    }
+}
+
 /// Writes `messages` (ascending offsets; a compacted topic leaves gaps) as
 /// uncompressed magic-2 batches: one, unless transactions are among them,
 /// whose records and markers go in batches of their own carrying the
@@ -430,12 +448,8 @@ fn encode_run(
     let crc_from = out.len();
     // Attributes: no compression, the topic's timestamp type, and the
     // transaction's.
-    let time_attr = match times {
-        TimestampType::Create => 0,
-        TimestampType::LogAppend => ATTR_LOG_APPEND_TIME,
-    };
     out.put_i16(
-        time_attr
+        times.attribute()
             | match txn {
                 None => 0,
                 Some(TxnMark { marker: None, .. }) => ATTR_TRANSACTIONAL,

@@ -11,7 +11,6 @@ use crate::records::{decompress, nullable_bytes, varlong, BatchError, TimestampT
 
 const HEADER_LEN: usize = 61;
 const ATTR_COMPRESSION: i16 = 0x07;
-const ATTR_LOG_APPEND_TIME: i16 = 0x08;
 const ATTR_CONTROL: i16 = 0x20;
 
 /// The message format a Fetch version reads.
@@ -52,11 +51,7 @@ pub(crate) fn convert(mut data: Bytes, magic: i8) -> Result<Bytes, BatchError> {
             continue;
         }
         // Kafka keeps the batch's timestamp type in the messages it makes.
-        let times = if attributes & ATTR_LOG_APPEND_TIME != 0 {
-            TimestampType::LogAppend
-        } else {
-            TimestampType::Create
-        };
+        let times = TimestampType::from_attributes(attributes);
         let mut body = decompress(
             attributes & ATTR_COMPRESSION,
             batch.slice(HEADER_LEN..),
