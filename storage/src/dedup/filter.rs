@@ -9,6 +9,8 @@
 //! budget is tight: the filter keeps saying "no" to most absent keys, only
 //! less often, and never "no" to a present one.
 
+use super::bits::Bits;
+
 /// The multipliers that pick a key's bit in each word of its block.
 const SALT: [u32; 8] = [
     0x47b6_137b,
@@ -29,10 +31,10 @@ const BLOCK_GRAIN: usize = 16;
 const BLOCK_BYTES: usize = 32;
 
 /// A split-block Bloom filter, kept in its stored form (little-endian
-/// words) so loading and storing one copies nothing.
+/// words) so storing one copies nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Filter {
-    bytes: Vec<u8>,
+    bytes: Bits,
 }
 
 impl Filter {
@@ -41,7 +43,7 @@ impl Filter {
         let blocks = (keys.saturating_mul(bits_per_key) / 256).max(1);
         let blocks = blocks.div_ceil(BLOCK_GRAIN) * BLOCK_GRAIN;
         Self {
-            bytes: vec![0; blocks * BLOCK_BYTES],
+            bytes: Bits::zeroed(blocks * BLOCK_BYTES),
         }
     }
 
@@ -85,7 +87,7 @@ impl Filter {
                 a.iter().zip(b).map(|(x, y)| x | y).collect::<Vec<u8>>()
             })
             .collect();
-        self.bytes = folded;
+        self.bytes = Bits::from_vec(folded);
         true
     }
 
@@ -104,7 +106,9 @@ impl Filter {
         if bytes.is_empty() || !bytes.len().is_multiple_of(BLOCK_BYTES) {
             return None;
         }
-        Some(Self { bytes })
+        Some(Self {
+            bytes: Bits::from_vec(bytes),
+        })
     }
 
     fn blocks(&self) -> usize {

@@ -33,6 +33,7 @@
 //!   partition's run filters and at most one tail's sidecar rows, never its
 //!   window's hashes.
 
+mod bits;
 pub(crate) mod cache;
 pub(crate) mod filter;
 pub(crate) mod index;
