@@ -31,25 +31,25 @@ pub(super) async fn list(
     Allowed(access): Allowed,
 ) -> Result<Json<Value>, ApiError> {
     let mut queues = Vec::new();
-    // Every queue's counts at once: a read per queue made the listing grow
-    // with the number of queues times their reads.
-    for (q, depths) in state.engine.depths().await? {
+    // Every queue's counts at once, summed in the engine: a read per queue
+    // made the listing grow with the number of queues times their reads,
+    // and reading every partition made it grow with the partitions.
+    for q in state.engine.summaries().await? {
         // As Kafka's Metadata: only the queues the caller may describe.
         if !access.topic(AclOperation::Describe, &q.name) {
             continue;
         }
-        let sum = |f: fn(&PartitionDepth) -> i64| depths.iter().map(f).sum::<i64>();
         queues.push(json!({
             "id": q.id.to_string(),
             "name": q.name,
             "namespace": q.options.namespace,
             "task": q.options.task,
             "createdAt": timestamp(q.created_at_ms),
-            "partitions": q.partitions.len(),
+            "partitions": q.partitions,
             "messages": {
-                "total": sum(|d| d.total),
-                "pending": sum(|d| d.pending),
-                "processing": sum(|d| d.processing),
+                "total": q.total,
+                "pending": q.pending,
+                "processing": q.processing,
             },
             "options": options_json(&q.options),
         }));

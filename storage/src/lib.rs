@@ -96,7 +96,7 @@ pub use mirror::{
 };
 pub use model::{
     BrokerInfo, PartitionId, PartitionInfo, PushItem, PushOutcome, PushStatus, QueueInfo,
-    StoredMessage, DEFAULT_PARTITION, MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,
+    QueueSummary, StoredMessage, DEFAULT_PARTITION, MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,
 };
 pub use options::QueueOptions;
 pub use record::{Content, Header, KafkaRecord, Record};

@@ -101,6 +101,28 @@ pub struct QueueInfo {
     pub partitions: Vec<PartitionInfo>,
 }
 
+/// A queue as the listing shows it: its counts summed over its partitions,
+/// for its slowest group (as [`crate::Engine::depth`] counts without one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueSummary {
+    /// Stable numeric id.
+    pub id: i64,
+    /// The queue name.
+    pub name: String,
+    /// The options in force.
+    pub options: QueueOptions,
+    /// Creation time, ms since the epoch.
+    pub created_at_ms: i64,
+    /// How many partitions it has.
+    pub partitions: usize,
+    /// Messages stored.
+    pub total: i64,
+    /// Stored, not yet delivered (or delivered under a lease that ended).
+    pub pending: i64,
+    /// Delivered under a live lease, not yet acknowledged.
+    pub processing: i64,
+}
+
 impl QueueInfo {
     /// Messages appended to the queue over its lifetime (the sum of the
     /// partitions' next offsets).

@@ -9,7 +9,7 @@ use super::validate_group;
 use crate::append::txn_hash;
 use crate::error::Result;
 use crate::model::PartitionId;
-use crate::model::QueueInfo;
+use crate::model::{QueueInfo, QueueSummary};
 use crate::record::Record;
 use crate::sql;
 use crate::Engine;
@@ -204,12 +204,14 @@ impl Engine {
         Ok(Some((info, depths)))
     }
 
-    /// Every queue, by name, with the depth of each of its partitions for
-    /// its slowest group (as [`Engine::depth`] counts without a group), in
-    /// the same few statements however many queues there are.
-    pub async fn depths(&self) -> Result<Vec<(QueueInfo, Vec<PartitionDepth>)>> {
+    /// Every queue, by name, with its counts summed over its partitions
+    /// for its slowest group (as [`Engine::depth`] counts without a
+    /// group), in the same few statements however many queues there are.
+    /// Only the partitions some group has a position on are looked at one
+    /// by one: on the others nothing was consumed.
+    pub async fn summaries(&self) -> Result<Vec<QueueSummary>> {
         let store = &self.inner.store;
-        let queues = self.queues().await?;
+        let mut summaries = sql::catalog::summaries(store).await?;
         let now = self.inner.clock.now_ms();
         let mut by_queue: HashMap<String, Vec<GroupPosition>> = HashMap::new();
         for position in sql::groups::positions(store, None, None, now).await? {
@@ -218,18 +220,22 @@ impl Engine {
                 .or_default()
                 .push(position);
         }
-        let dead = sql::dead_letters::counts(store, None, None)
-            .await?
-            .into_iter()
-            .collect();
-        Ok(queues
-            .into_iter()
-            .map(|info| {
-                let positions = by_queue.remove(&info.name).unwrap_or_default();
-                let depths = partition_depths(&info, &positions, &dead, None);
-                (info, depths)
-            })
-            .collect())
+        for summary in &mut summaries {
+            let Some(positions) = by_queue.remove(&summary.name) else {
+                continue;
+            };
+            let groups: BTreeSet<&str> = positions.iter().map(|p| p.group.as_str()).collect();
+            for (id, here) in by_partition(&positions) {
+                let Some(slowest) = slowest(here, &groups, id) else {
+                    continue;
+                };
+                let depth =
+                    partition_depth(id, slowest.log_start, slowest.next_offset, Some(slowest), 0);
+                summary.pending -= depth.total - depth.pending;
+                summary.processing += depth.processing;
+            }
+        }
+        Ok(summaries)
     }
 
     /// A message of a partition by transaction id, with its state. Found
@@ -401,37 +407,56 @@ fn partition_depths(
         Some(g) => BTreeSet::from([g]),
         None => positions.iter().map(|p| p.group.as_str()).collect(),
     };
-    // Each partition looks only at its own positions, however many groups
-    // the queue's other partitions have.
-    let mut on: HashMap<PartitionId, Vec<&GroupPosition>> = HashMap::new();
-    for position in positions {
-        on.entry(position.partition_id).or_default().push(position);
-    }
+    let on = by_partition(positions);
     info.partitions
         .iter()
         .map(|p| {
             let here = on.get(&p.id).into_iter().flatten().copied();
             let slowest = slowest(here, &groups, p.id);
-            let total = (p.next_offset - p.log_start).max(0);
-            let (committed, processing, failed) = match slowest {
-                Some(pos) => (
-                    pos.committed_offset.clamp(p.log_start, p.next_offset),
-                    pos.processing(),
-                    i64::from(pos.retry_count > 0),
-                ),
-                None => (p.log_start, 0, 0),
-            };
-            PartitionDepth {
-                partition_id: p.id,
-                total,
-                completed: committed - p.log_start,
-                processing,
-                pending: (p.next_offset - committed - processing).max(0),
-                failed,
-                dead_letter: dead.get(&p.id).copied().unwrap_or(0),
-            }
+            let dead_letter = dead.get(&p.id).copied().unwrap_or(0);
+            partition_depth(p.id, p.log_start, p.next_offset, slowest, dead_letter)
         })
         .collect()
+}
+
+/// The positions by partition: each partition looks only at its own,
+/// however many groups the queue's other partitions have.
+fn by_partition(positions: &[GroupPosition]) -> HashMap<PartitionId, Vec<&GroupPosition>> {
+    let mut on: HashMap<PartitionId, Vec<&GroupPosition>> = HashMap::new();
+    for position in positions {
+        on.entry(position.partition_id).or_default().push(position);
+    }
+    on
+}
+
+/// The counts of the partition `id` whose log spans `log_start` to
+/// `next_offset`, for the position of its slowest group (`None`: a group
+/// has not started, or there is none).
+fn partition_depth(
+    id: PartitionId,
+    log_start: i64,
+    next_offset: i64,
+    slowest: Option<&GroupPosition>,
+    dead_letter: i64,
+) -> PartitionDepth {
+    let total = (next_offset - log_start).max(0);
+    let (committed, processing, failed) = match slowest {
+        Some(pos) => (
+            pos.committed_offset.clamp(log_start, next_offset),
+            pos.processing(),
+            i64::from(pos.retry_count > 0),
+        ),
+        None => (log_start, 0, 0),
+    };
+    PartitionDepth {
+        partition_id: id,
+        total,
+        completed: committed - log_start,
+        processing,
+        pending: (next_offset - committed - processing).max(0),
+        failed,
+        dead_letter,
+    }
 }
 
 /// The position of the slowest of `groups` on the partition; a group

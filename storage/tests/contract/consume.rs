@@ -790,11 +790,11 @@ pub(crate) async fn depth_counts_from_positions_and_leases(db: &Db) {
     assert!(engine.message(pid, "nope").await.expect("lookup").is_none());
 }
 
-/// The depths of every queue at once (the queue listing) are, queue by
-/// queue, what [`Engine::depth`] answers without a group: with groups at
-/// different places on different queues and partitions, leases, dead
-/// letters and an untouched queue.
-pub(crate) async fn depths_of_every_queue_match_each_depth(db: &Db) {
+/// The summaries of every queue at once (the queue listing) are, queue by
+/// queue, the sums of what [`Engine::depth`] answers without a group: with
+/// groups at different places on different queues and partitions, leases,
+/// dead letters and an untouched queue.
+pub(crate) async fn summaries_of_every_queue_match_each_depth(db: &Db) {
     let engine = db.engine().await;
     push_n(&engine, "a", "p0", 0, 6).await;
     push_n(&engine, "a", "p1", 6, 4).await;
@@ -825,21 +825,33 @@ pub(crate) async fn depths_of_every_queue_match_each_depth(db: &Db) {
         .all(AckResult::success));
     // c is never consumed.
 
-    let listed = engine.depths().await.expect("depths");
-    let names: Vec<&str> = listed.iter().map(|(q, _)| q.name.as_str()).collect();
+    let listed = engine.summaries().await.expect("summaries");
+    let names: Vec<&str> = listed.iter().map(|q| q.name.as_str()).collect();
     assert_eq!(names, ["a", "b", "c"]);
-    for (queue, depths) in &listed {
-        let (one, expected) = engine
-            .depth(&queue.name, None)
+    for summary in &listed {
+        let (one, depths) = engine
+            .depth(&summary.name, None)
             .await
             .expect("depth")
             .expect("queue");
-        assert_eq!(one, *queue);
-        assert_eq!(*depths, expected, "queue {}", queue.name);
+        let sum = |f: fn(&storage::PartitionDepth) -> i64| depths.iter().map(f).sum::<i64>();
+        let expected = storage::QueueSummary {
+            id: one.id,
+            name: one.name.clone(),
+            options: one.options.clone(),
+            created_at_ms: one.created_at_ms,
+            partitions: one.partitions.len(),
+            total: sum(|d| d.total),
+            pending: sum(|d| d.pending),
+            processing: sum(|d| d.processing),
+        };
+        assert_eq!(*summary, expected, "queue {}", summary.name);
     }
-    let sum =
-        |q: usize, f: fn(&storage::PartitionDepth) -> i64| listed[q].1.iter().map(f).sum::<i64>();
-    assert_eq!(sum(0, |d| d.dead_letter), 1);
-    assert_eq!((sum(1, |d| d.completed), sum(1, |d| d.pending)), (5, 0));
-    assert_eq!((sum(2, |d| d.total), sum(2, |d| d.pending)), (3, 3));
+    let counts = |q: usize| {
+        let s = &listed[q];
+        (s.partitions, s.total, s.pending, s.processing)
+    };
+    assert_eq!((counts(0).0, counts(0).1), (2, 10));
+    assert_eq!(counts(1), (1, 5, 0, 0));
+    assert_eq!(counts(2), (1, 3, 3, 0));
 }

@@ -154,7 +154,7 @@ contract!(
     consume::lease_extension_never_shortens_or_resurrects,
     consume::two_engines_never_hold_the_same_lease,
     consume::depth_counts_from_positions_and_leases,
-    consume::depths_of_every_queue_match_each_depth,
+    consume::summaries_of_every_queue_match_each_depth,
     kv::kv_writes_draw_versions_never_issued_again,
     kv::kv_preconditions_answer_the_current_row,
     kv::kv_required_failure_applies_nothing,
