@@ -32,10 +32,12 @@ const READ_PAGES: i64 = 16;
 const WRITE_PAGES: usize = 64;
 
 /// Merges of at least this many ids pace themselves: after each write they
-/// rest as long as they worked, so a merge of millions of ids takes at most
-/// about half of a core and of the writer from the appends it runs beside
-/// (it takes twice as long; the smaller merges go on meanwhile).
-const PACED_MERGE: i64 = 1 << 22;
+/// rest as long as they worked, so a merge of a million ids or more takes
+/// at most about half of a core and of the writer from the appends it runs
+/// beside (it takes twice as long; the smaller merges go on meanwhile).
+/// From 1M, not 4M: partitions filled at the same pace reach a level
+/// together, and their unpaced 1M merges ran back to back.
+const PACED_MERGE: i64 = 1 << 20;
 
 /// Merges one broker runs at once.
 pub(crate) const MAX_MERGES: usize = 2;
