@@ -16,7 +16,9 @@ const MAPPED_FROM: usize = 128 * 1024;
 
 /// Zeroed or copied bytes, on the heap or in a mapping of their own.
 pub(crate) enum Bits {
+    /// Below [`MAPPED_FROM`], or when no mapping could be had.
     Heap(Vec<u8>),
+    /// An anonymous mapping of exactly the bytes' length.
     Mapped(MmapMut),
 }
 
