@@ -32,7 +32,7 @@ const BLOCK_BYTES: usize = 32;
 
 /// A split-block Bloom filter, kept in its stored form (little-endian
 /// words) so storing one copies nothing.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Filter {
     bytes: Bits,
 }

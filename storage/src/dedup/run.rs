@@ -49,7 +49,7 @@ pub(crate) struct Finished {
 }
 
 /// What a broker holds in memory of a live run.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Run {
     pub id: i64,
     /// The newest creation time of its ids: past the window, the run is dropped.
