@@ -466,21 +466,39 @@ fn encode_run(
     out.put_i16(txn.map_or(-1, |t| t.epoch));
     out.put_i32(-1); // base sequence
     out.put_i32(messages.len() as i32);
-    let mut record = BytesMut::new();
-    for (m, o) in messages.iter().zip(&outgoing) {
-        record.clear();
-        record.put_i8(0);
-        put_varlong(&mut record, o.timestamp - base_timestamp);
-        put_varlong(&mut record, i64::from(delta(m)));
-        put_nullable(&mut record, o.key);
-        put_nullable(&mut record, o.value);
-        put_varlong(&mut record, o.headers.len() as i64);
+    // Each record is written straight into `out` behind its length, which
+    // is worked out first, and `out` grows once for the whole batch: a
+    // fetch copies every value once here.
+    let lens: Vec<usize> = messages
+        .iter()
+        .zip(&outgoing)
+        .map(|(m, o)| {
+            1 + varlong_len(o.timestamp - base_timestamp)
+                + varlong_len(i64::from(delta(m)))
+                + nullable_len(o.key)
+                + nullable_len(o.value)
+                + varlong_len(o.headers.len() as i64)
+                + o.headers
+                    .iter()
+                    .map(|(k, v)| nullable_len(Some(k)) + nullable_len(*v))
+                    .sum::<usize>()
+        })
+        .collect();
+    out.reserve(lens.iter().map(|&l| varlong_len(l as i64) + l).sum());
+    for ((m, o), len) in messages.iter().zip(&outgoing).zip(lens) {
+        let timestamp_delta = o.timestamp - base_timestamp;
+        let offset_delta = i64::from(delta(m));
+        put_varlong(out, len as i64);
+        out.put_i8(0);
+        put_varlong(out, timestamp_delta);
+        put_varlong(out, offset_delta);
+        put_nullable(out, o.key);
+        put_nullable(out, o.value);
+        put_varlong(out, o.headers.len() as i64);
         for (k, v) in &o.headers {
-            put_nullable(&mut record, Some(k));
-            put_nullable(&mut record, *v);
+            put_nullable(out, Some(k));
+            put_nullable(out, *v);
         }
-        put_varlong(out, record.len() as i64);
-        out.put_slice(&record);
     }
     let batch_len = (out.len() - start - 12) as i32;
     out[start + 8..start + 12].copy_from_slice(&batch_len.to_be_bytes());
@@ -495,6 +513,21 @@ fn put_varlong(out: &mut BytesMut, v: i64) {
         raw >>= 7;
     }
     out.put_u8(raw as u8);
+}
+
+/// How many bytes [`put_varlong`] writes for `v`.
+fn varlong_len(v: i64) -> usize {
+    let raw = ((v << 1) ^ (v >> 63)) as u64;
+    // One byte per started group of 7 bits; zero takes one byte too.
+    (64 - (raw | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// How many bytes [`put_nullable`] writes for `bytes`.
+fn nullable_len(bytes: Option<&[u8]>) -> usize {
+    match bytes {
+        None => varlong_len(-1),
+        Some(b) => varlong_len(b.len() as i64) + b.len(),
+    }
 }
 
 fn put_nullable(out: &mut BytesMut, bytes: Option<&[u8]>) {
@@ -573,6 +606,16 @@ mod tests {
         };
         RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
         buf.freeze()
+    }
+
+    #[test]
+    fn varlong_len_is_what_put_varlong_writes() {
+        let edges = [0, 1, -1, 63, -64, 64, -65, 8191, 8192, i64::from(i32::MAX)];
+        for v in edges.into_iter().chain([i64::MAX, i64::MIN]) {
+            let mut out = BytesMut::new();
+            put_varlong(&mut out, v);
+            assert_eq!(varlong_len(v), out.len(), "{v}");
+        }
     }
 
     #[test]
