@@ -145,7 +145,7 @@ fn consume(consumer: &BaseConsumer, control: &Control, sender: &mpsc::Sender<Bat
                     let id = ids.next().unwrap_or_else(storage::new_message_id);
                     let record = convert(&message, id);
                     count += 1;
-                    bytes += record_bytes(&record);
+                    bytes += record.record.encoded_len();
                     let (topic, index) = (message.topic(), message.partition());
                     match &mut run {
                         Some(r) if r.index == index && r.topic == topic => r.records.push(record),
@@ -229,14 +229,5 @@ fn apply(consumer: &BaseConsumer, change: Change) -> rdkafka::error::KafkaResult
             }
             consumer.incremental_unassign(&list)
         }
-    }
-}
-
-fn record_bytes(r: &MirroredRecord) -> usize {
-    match &r.record.content {
-        storage::Content::Kafka(k) => {
-            k.key.as_ref().map_or(0, |b| b.len()) + k.value.as_ref().map_or(0, |b| b.len()) + 64
-        }
-        _ => 64,
     }
 }

@@ -334,6 +334,9 @@ pub(crate) fn pack(
     let mut blob = Vec::new();
     let mut max_timestamp = i64::MIN;
     for (i, record) in records.iter().enumerate() {
+        if blob.is_empty() {
+            blob.reserve_exact(segment_len(&records[i..]));
+        }
         record.encode(&mut blob);
         max_timestamp = max_timestamp.max(record.timestamp_ms().unwrap_or(created_at));
         if blob.len() >= SEGMENT_BYTES || i + 1 == records.len() {
@@ -350,6 +353,20 @@ pub(crate) fn pack(
         }
     }
     Ok(segments)
+}
+
+/// The bytes of the segment that starts with `records`: a segment's buffer
+/// is sized once: grown by doubling, each segment was copied about once
+/// more on its way to the database.
+fn segment_len(records: &[&Record]) -> usize {
+    let mut len = 0;
+    for record in records {
+        len += record.encoded_len();
+        if len >= SEGMENT_BYTES {
+            break;
+        }
+    }
+    len
 }
 
 /// The partition's index, complete up to the partition's next offset: the

@@ -154,6 +154,45 @@ impl Record {
         }
     }
 
+    /// How many bytes [`Self::encode`] appends: what sizes a segment's
+    /// buffer before its records are written into it.
+    pub fn encoded_len(&self) -> usize {
+        let bytes = |b: &[u8]| varint_len(b.len() as u64) + b.len();
+        let mut n = 1 + 16;
+        n += self
+            .transaction_id
+            .as_deref()
+            .map_or(0, |t| bytes(t.as_bytes()));
+        n += self.trace_id.map_or(0, |_| 16);
+        n += self
+            .producer_sub
+            .as_deref()
+            .map_or(0, |s| bytes(s.as_bytes()));
+        match &self.content {
+            Content::Json(json) => n + bytes(json.as_bytes()),
+            Content::Kafka(k) => {
+                if let Some(t) = k.txn {
+                    n += varint_len(zigzag(t.producer_id))
+                        + varint_len(zigzag(i64::from(t.epoch)))
+                        + 1;
+                }
+                n + varint_len(zigzag(k.timestamp_ms))
+                    + k.key.as_deref().map_or(0, bytes)
+                    + k.value.as_deref().map_or(0, bytes)
+                    + varint_len(k.headers.len() as u64)
+                    + k.headers
+                        .iter()
+                        .map(|h| {
+                            bytes(&h.key)
+                                + h.value
+                                    .as_ref()
+                                    .map_or(1, |v| varint_len(v.len() as u64 + 1) + v.len())
+                        })
+                        .sum::<usize>()
+            }
+        }
+    }
+
     /// Appends this record's stored form to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let mut flags = 0;
@@ -400,6 +439,12 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// How many bytes [`put_varint`] writes for `v`.
+fn varint_len(v: u64) -> usize {
+    // One byte per started group of 7 bits; zero takes one byte too.
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     put_varint(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
@@ -529,6 +574,8 @@ mod tests {
             marked(kafka(None, None, 11), Some(Marker::Commit)),
         ];
         let blob = encode_segment(&records);
+        let lens: usize = records.iter().map(Record::encoded_len).sum();
+        assert_eq!(lens, blob.len(), "encoded_len is what encode writes");
         let back = decode_segment(FORMAT_V1, Bytes::from(blob), records.len()).expect("decodes");
         assert_eq!(back, records);
         assert_eq!(back[1].transaction_id(), back[1].message_id.to_string());

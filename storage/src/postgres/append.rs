@@ -1,7 +1,8 @@
 //! The append statements on PostgreSQL: array parameters and `UNNEST`, so a
 //! group commit costs a handful of round trips whatever its size.
 
-use sqlx::PgConnection;
+use sqlx::postgres::PgArguments;
+use sqlx::{Arguments, PgConnection};
 
 use crate::append::{NewSegment, PartitionHead};
 use crate::dedup::run::{self, Entry, Page};
@@ -34,21 +35,31 @@ pub(crate) async fn write(
 ) -> Result<()> {
     let column = |f: fn(&NewSegment) -> i64| segments.iter().map(f).collect::<Vec<i64>>();
     let records: Vec<&[u8]> = segments.iter().map(|s| s.records.as_slice()).collect();
-    sqlx::query(
-            "INSERT INTO segments (partition_id, base_offset, record_count, created_at, max_timestamp, format, records) \
-             SELECT p, b, c, t, m, $6, r \
-             FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $7::bytea[]) \
-             AS s(p, b, c, t, m, r)",
-        )
-        .bind(column(|s| s.partition_id.get()))
-        .bind(column(|s| s.base_offset))
-        .bind(column(|s| s.count))
-        .bind(column(|s| s.created_at))
-        .bind(column(|s| s.max_timestamp))
-        .bind(crate::record::FORMAT_V1)
-        .bind(records)
-        .execute(&mut *conn)
-        .await?;
+    // The segments are most of the statement's bytes: its argument buffer
+    // is sized for them at once rather than doubled, and copied, as it fills.
+    let mut args = PgArguments::default();
+    let per_segment = 5 * (8 + 4) + 4;
+    args.reserve(
+        7,
+        records.iter().map(|r| r.len() + per_segment).sum::<usize>() + 256,
+    );
+    args.add(column(|s| s.partition_id.get()))
+        .and_then(|()| args.add(column(|s| s.base_offset)))
+        .and_then(|()| args.add(column(|s| s.count)))
+        .and_then(|()| args.add(column(|s| s.created_at)))
+        .and_then(|()| args.add(column(|s| s.max_timestamp)))
+        .and_then(|()| args.add(crate::record::FORMAT_V1))
+        .and_then(|()| args.add(records))
+        .map_err(sqlx::Error::Encode)?;
+    sqlx::query_with(
+        "INSERT INTO segments (partition_id, base_offset, record_count, created_at, max_timestamp, format, records) \
+         SELECT p, b, c, t, m, $6, r \
+         FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $7::bytea[]) \
+         AS s(p, b, c, t, m, r)",
+        args,
+    )
+    .execute(&mut *conn)
+    .await?;
     if !hashes.is_empty() {
         let column =
             |f: fn(&(PartitionId, HashRow)) -> i64| hashes.iter().map(f).collect::<Vec<i64>>();
