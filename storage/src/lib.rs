@@ -65,6 +65,7 @@ pub mod sealing;
 mod sql;
 mod sqlite;
 mod stats;
+mod tails;
 pub mod topic_configs;
 mod topics;
 pub mod transactions;
@@ -144,6 +145,8 @@ struct Inner {
     duties: retention::HeldDuties,
     /// Seals and opens the payloads of encrypted queues.
     sealer: Arc<sealing::Sealer>,
+    /// The segments reads ended inside, for the reads that go on from there.
+    tails: tails::Tails,
 }
 
 /// The items of one request that go to one partition.
@@ -196,6 +199,7 @@ impl Engine {
                 vacuum: Default::default(),
                 duties: Default::default(),
                 sealer,
+                tails: Default::default(),
             }),
         })
     }
@@ -395,6 +399,7 @@ impl Engine {
         sql::segments::read(
             &self.inner.store,
             &self.inner.sealer,
+            &self.inner.tails,
             p.id,
             from,
             max,

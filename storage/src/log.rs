@@ -138,6 +138,7 @@ impl Engine {
         sql::segments::read(
             &self.inner.store,
             &self.inner.sealer,
+            &self.inner.tails,
             partition_id,
             from,
             max_messages,

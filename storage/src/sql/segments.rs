@@ -14,6 +14,7 @@ use crate::model::PartitionId;
 use crate::model::StoredMessage;
 use crate::record::{decode_segment, decode_segment_range, Record};
 use crate::sealing::Sealer;
+use crate::tails::Tails;
 
 /// The select list of a [`SegmentRow`].
 const COLUMNS: &str = "base_offset, record_count, created_at, format, records";
@@ -71,6 +72,35 @@ impl SegmentRow {
     pub(crate) fn end(&self) -> i64 {
         self.base_offset + self.count
     }
+
+    /// The segment with its records in clear, ready for reads of any part.
+    fn open(self, sealer: &Sealer) -> Result<Opened> {
+        Ok(Opened {
+            base_offset: self.base_offset,
+            count: self.count,
+            created_at: self.created_at,
+            format: self.format,
+            records: Bytes::from(sealer.open(self.records)?),
+        })
+    }
+}
+
+/// A segment opened for reading (its records in clear), which parts of can
+/// be decoded again without another read: see [`crate::tails`].
+#[derive(Debug, Clone)]
+pub(crate) struct Opened {
+    pub base_offset: i64,
+    pub count: i64,
+    pub created_at: i64,
+    pub format: i16,
+    pub records: Bytes,
+}
+
+impl Opened {
+    /// The offset after the segment's last record.
+    pub(crate) fn end(&self) -> i64 {
+        self.base_offset + self.count
+    }
 }
 
 /// Visits, in offset order, the segments of the partition that hold
@@ -87,6 +117,18 @@ pub(crate) async fn scan(
     conn: &mut Conn<'_>,
     partition_id: PartitionId,
     from: i64,
+    visit: impl FnMut(SegmentRow) -> Result<ControlFlow<()>>,
+) -> Result<()> {
+    scan_pages(conn, partition_id, from, None, visit).await
+}
+
+/// [`scan`], or with `resume_at` the segments from that offset on (the end
+/// of a segment the caller already has) whatever `from` is.
+async fn scan_pages(
+    conn: &mut Conn<'_>,
+    partition_id: PartitionId,
+    from: i64,
+    mut resume_at: Option<i64>,
     mut visit: impl FnMut(SegmentRow) -> Result<ControlFlow<()>>,
 ) -> Result<()> {
     let first = format!(
@@ -102,7 +144,6 @@ pub(crate) async fn scan(
          ORDER BY base_offset LIMIT $3"
     );
     let mut page: i64 = 1;
-    let mut resume_at: Option<i64> = None;
     let (mut rows_read, mut bytes_read) = (0i64, 0i64);
     loop {
         let sql = if resume_at.is_some() { &next } else { &first };
@@ -140,23 +181,24 @@ pub(crate) async fn scan(
 /// can end inside a segment: only the records it returns are decoded, and
 /// the next read from there starts with the rest. Counting a whole segment
 /// for its tail (as reads once did) made a fetch that resumed mid-segment
-/// answer with that tail alone, every other fetch.
+/// answer with that tail alone, every other fetch. The segment a read ends
+/// inside is kept in `tails`, where the next read finds it.
 pub(crate) async fn read(
     store: &Store,
     sealer: &Sealer,
+    tails: &Tails,
     partition_id: PartitionId,
     from: i64,
     max_messages: usize,
     max_bytes: usize,
 ) -> Result<Vec<StoredMessage>> {
-    let mut reader = store.read_conn().await?;
     let mut out = Vec::new();
     let mut next = from;
     let mut bytes = 0;
-    scan(&mut reader.conn(), partition_id, from, |segment| {
-        let (taken, room_left) = take_from(
-            segment,
-            sealer,
+    let mut ended_inside = None;
+    let mut visit = |segment: Opened| -> Result<ControlFlow<()>> {
+        bytes += take_from(
+            &segment,
             &mut next,
             Room {
                 messages: max_messages - out.len(),
@@ -165,14 +207,31 @@ pub(crate) async fn read(
             },
             &mut out,
         )?;
-        bytes += taken;
-        Ok(if room_left && out.len() < max_messages {
-            ControlFlow::Continue(())
-        } else {
-            ControlFlow::Break(())
+        if next < segment.end() {
+            ended_inside = Some(segment);
+            return Ok(ControlFlow::Break(()));
+        }
+        Ok(match out.len() < max_messages {
+            true => ControlFlow::Continue(()),
+            false => ControlFlow::Break(()),
         })
-    })
-    .await?;
+    };
+    let mut resume_at = None;
+    let mut done = false;
+    if let Some(tail) = tails.take(partition_id, from) {
+        resume_at = Some(tail.end());
+        done = visit(tail)?.is_break();
+    }
+    if !done {
+        let mut reader = store.read_conn().await?;
+        scan_pages(&mut reader.conn(), partition_id, from, resume_at, |row| {
+            visit(row.open(sealer)?)
+        })
+        .await?;
+    }
+    if let Some(segment) = ended_inside {
+        tails.keep(partition_id, segment);
+    }
     Ok(out)
 }
 
@@ -189,15 +248,14 @@ struct Room {
 
 /// Appends the messages of `segment` at or after `*next` to `out`, as many
 /// as `room` holds, decoding only those, and moves `*next` past them.
-/// Returns the stored bytes they count for and whether the read may go on
-/// to the next segment (this one was taken to its end).
+/// Returns the stored bytes they count for; the read goes on to the next
+/// segment only if `*next` has reached this one's end.
 fn take_from(
-    segment: SegmentRow,
-    sealer: &Sealer,
+    segment: &Opened,
     next: &mut i64,
     room: Room,
     out: &mut Vec<StoredMessage>,
-) -> Result<(usize, bool)> {
+) -> Result<usize> {
     let base = segment.base_offset;
     let created_at_ms = segment.created_at;
     let count = usize::try_from(segment.count).unwrap_or(0).max(1);
@@ -209,7 +267,7 @@ fn take_from(
     if take == 0 && room.at_least_one {
         take = available.min(room.messages).min(1);
     }
-    let records = segment.decode_range(sealer, skip, take)?;
+    let records = decode_segment_range(segment.format, segment.records.clone(), count, skip, take)?;
     let taken = records.len();
     for (i, record) in records.into_iter().enumerate() {
         out.push(StoredMessage {
@@ -221,7 +279,7 @@ fn take_from(
     if taken > 0 {
         *next = base + (skip + taken) as i64;
     }
-    Ok((taken * each, taken == available))
+    Ok(taken * each)
 }
 
 /// The segment of the partition that holds `offset`, if still stored.

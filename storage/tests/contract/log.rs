@@ -259,6 +259,74 @@ pub(crate) async fn reads_resume_inside_a_segment(db: &Db) {
     }
 }
 
+/// Reads in small pieces, round-robin over more partitions than the engine
+/// keeps read tails for, return exactly what whole reads do; so does a read
+/// that goes back inside a segment another read ended in.
+pub(crate) async fn reads_in_pieces_over_many_partitions_match_whole_reads(db: &Db) {
+    let engine = db.engine().await;
+    let partitions = 20;
+    engine
+        .create_topic("pieces", partitions, &QueueOptions::for_kafka_topic())
+        .await
+        .expect("create");
+    let mut ids = Vec::new();
+    for index in 0..partitions {
+        let p = partition_id(&engine, "pieces", index).await;
+        for segment in 0..3 {
+            let records = (0..50)
+                .map(|i| kafka(&format!("{index}-{segment}-{i}"), segment * 50 + i))
+                .collect();
+            engine
+                .append_records("pieces", p, records)
+                .await
+                .expect("append");
+        }
+        ids.push(p);
+    }
+    let mut wholes = Vec::new();
+    for &p in &ids {
+        let whole = engine
+            .read_partition(p, 0, usize::MAX, usize::MAX)
+            .await
+            .expect("read");
+        assert_eq!(whole.len(), 150);
+        wholes.push(whole);
+    }
+    // Budgets of about 7 records end inside segments of 50.
+    let mut pieces: Vec<Vec<storage::model::StoredMessage>> = vec![Vec::new(); ids.len()];
+    loop {
+        let mut read_any = false;
+        for (i, &p) in ids.iter().enumerate() {
+            let from = pieces[i].len() as i64;
+            let got = engine
+                .read_partition(p, from, usize::MAX, 200)
+                .await
+                .expect("read");
+            read_any |= !got.is_empty();
+            pieces[i].extend(got);
+        }
+        if !read_any {
+            break;
+        }
+    }
+    for (piece, whole) in pieces.iter().zip(&wholes) {
+        assert_eq!(piece, whole);
+    }
+    // Back inside the segment the last read of partition 0 ended in, and
+    // then into the next segment.
+    let p = ids[0];
+    let end_inside = engine
+        .read_partition(p, 60, 5, usize::MAX)
+        .await
+        .expect("read");
+    assert_eq!(end_inside[..], wholes[0][60..65]);
+    let back = engine
+        .read_partition(p, 52, 60, usize::MAX)
+        .await
+        .expect("read");
+    assert_eq!(back[..], wholes[0][52..112]);
+}
+
 pub(crate) async fn offsets_are_found_by_timestamp(db: &Db) {
     let engine = db.engine().await;
     let p = one_partition_topic(&engine, "times").await;

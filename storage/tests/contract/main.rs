@@ -112,6 +112,7 @@ contract!(
     log::topics_are_created_once_with_numbered_partitions,
     log::appends_and_reads_by_offset_and_bytes,
     log::reads_resume_inside_a_segment,
+    log::reads_in_pieces_over_many_partitions_match_whole_reads,
     log::offsets_are_found_by_timestamp,
     log::brokers_register_and_expire,
     log::large_appends_are_split_into_bounded_segments,
