@@ -20,7 +20,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fresh_db, peak_rss_mib, Flags};
+use common::{cpu_seconds, fresh_db, peak_rss_mib, Flags};
 use rdkafka::producer::{DefaultProducerContext, Producer, ThreadedProducer};
 use support::Broker;
 
@@ -83,7 +83,10 @@ async fn main() {
             // The source's copy (+1: the warm-up record).
             let (s, t) = (&source, &topic);
             produce(s, t, records, size);
+            let dest_cpu = cpu_seconds(dest.child.id());
             let own = produce(&dest, &format!("own-{size}"), records, size);
+            let produce_cpu = cpu_seconds(dest.child.id()) - dest_cpu;
+            let source_cpu = cpu_seconds(source.child.id());
 
             let started = Instant::now();
             let mut mirror = Command::new(env!("CARGO_BIN_EXE_queen"))
@@ -119,6 +122,8 @@ async fn main() {
             let copy = copying.map_or(0.0, |c| c.elapsed().as_secs_f64());
             let mirrored = started.elapsed().as_secs_f64();
             let rss = peak_rss_mib(mirror.id());
+            let mirror_cpu = cpu_seconds(mirror.id());
+            let serve_cpu = cpu_seconds(source.child.id()) - source_cpu;
             let _ = mirror.kill();
             let _ = mirror.wait();
             let mb = (records * size) as f64 / 1e6;
@@ -132,6 +137,16 @@ async fn main() {
                 records as f64 / copy,
                 100.0 * own / copy,
                 mirrored - copy,
+            );
+            // CPU per record of each party, which a shared machine's
+            // throughput hides: the broker producing, against the mirror
+            // and the source broker serving its fetches.
+            let us = |seconds: f64| seconds * 1e6 / records as f64;
+            println!(
+                "{backend:8} {size:5} B CPU per record: produce (broker) {:.2} µs | mirror {:.2} µs + source serving {:.2} µs",
+                us(produce_cpu),
+                us(mirror_cpu),
+                us(serve_cpu),
             );
         }
     }

@@ -135,6 +135,24 @@ pub(crate) fn peak_rss_mib(pid: u32) -> f64 {
     status_mib(pid, "VmHWM:")
 }
 
+/// The CPU time (user and system) process `pid` has used so far, in
+/// seconds; 0 when the process is gone.
+#[allow(dead_code)] // not every bench reads it
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
+    // Fields 14 and 15 of `/proc/<pid>/stat`, counted after the command
+    // name's closing parenthesis (the name may hold spaces), in clock ticks
+    // of USER_HZ: 100 on every Linux the broker builds for.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+            Some((ticks(11)? + ticks(12)?) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
 /// The current resident memory (VmRSS) of process `pid`, in MiB.
 #[allow(dead_code)] // only the long-running benches sample it as they go
 pub(crate) fn rss_mib(pid: u32) -> f64 {
