@@ -12,7 +12,8 @@
 //!   `dedup` (the in-window index of transaction-id hashes) and `committer`
 //!   (group commit); `topics`, `log`, `brokers` (what the Kafka facade needs
 //!   besides pushes); `partitions` (the partition-id cache by name and by
-//!   Kafka index); [`offsets`], [`producers`]; `consume/` (pops, acks,
+//!   Kafka index); `tails` (the segment a read ended inside, for the next
+//!   read); [`offsets`], [`producers`]; `consume/` (pops, acks,
 //!   leases, cursors, groups, dead letters, long-poll wake-ups); [`kv`];
 //!   `txn` (acks, pushes and KV ops in one transaction); [`users`] (SCRAM
 //!   credentials of the Kafka door); [`acls`] (Kafka ACLs and the
