@@ -355,9 +355,9 @@ pub(crate) fn pack(
     Ok(segments)
 }
 
-/// The bytes of the segment that starts with `records`: a segment's buffer
-/// is sized once: grown by doubling, each segment was copied about once
-/// more on its way to the database.
+/// The bytes of the segment that starts with `records`, so that its buffer
+/// is allocated once (grown by doubling, each segment was copied about once
+/// more on its way to the database).
 fn segment_len(records: &[&Record]) -> usize {
     let mut len = 0;
     for record in records {

@@ -85,8 +85,8 @@ impl SegmentRow {
     }
 }
 
-/// A segment opened for reading (its records in clear), which parts of can
-/// be decoded again without another read: see [`crate::tails`].
+/// A segment opened for reading, its records in clear: any part of it can
+/// be decoded again without another read (see [`crate::tails`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Opened {
     pub base_offset: i64,
