@@ -25,6 +25,7 @@ use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 use serde_json::{json, Value};
+use support::pki::Pki;
 use support::{Broker, TestDb};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -333,6 +334,7 @@ support::url_scenarios!(
     faults_are_shown_per_topic_and_the_others_keep_mirroring,
     brokers_mirror_from_their_config_file_one_at_a_time,
     partitions_added_at_the_source_are_added_and_copied,
+    a_source_behind_sasl_ssl_is_mirrored,
 );
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
@@ -894,4 +896,62 @@ async fn partitions_added_at_the_source_are_added_and_copied(url: &str) {
     // The new partitions are the mirror's alone too.
     let refused = local_produce(&dest.kafka, "grows", "local").await;
     assert!(refused.is_err(), "{refused:?}");
+}
+
+/// A source that takes SCRAM-SHA-512 over TLS only on the listener the
+/// mirror is given: the mirror's `--source-property` settings reach every
+/// connection it makes (metadata, fetches, group offsets). With a wrong
+/// password nothing is written (the mirror logs librdkafka's authentication
+/// error; the status has no topic yet, since the source's list was never
+/// read).
+async fn a_source_behind_sasl_ssl_is_mirrored(url: &str) {
+    let pki = Pki::new();
+    let source_db = TestDb::sqlite();
+    let source = support::security::start(&source_db.url, &pki, &[]);
+    support::security::add_user(&source_db.url, "mirror", "mirror-secret", false, &[]);
+    // Written through the source's open listener, read through its secured one.
+    let src = source.kafka.clone();
+    create(&src, "secured", 2, &[]).await;
+    let s = src.clone();
+    blocking(move || produce(&s, "secured", "zstd", 0, 200, 2)).await;
+    let secured = source.listener("SASL_SSL");
+    let ca = format!("ssl.ca.location={}", pki.path("ca.pem"));
+    let settings = |password: &str| {
+        vec![
+            "--source-property".to_owned(),
+            "security.protocol=sasl_ssl".to_owned(),
+            "--source-property".to_owned(),
+            "sasl.mechanism=SCRAM-SHA-512".to_owned(),
+            "--source-property".to_owned(),
+            "sasl.username=mirror".to_owned(),
+            "--source-property".to_owned(),
+            format!("sasl.password={password}"),
+            "--source-property".to_owned(),
+            ca.clone(),
+            "--topics".to_owned(),
+            "secured".to_owned(),
+        ]
+    };
+
+    let dest = Broker::start(url, &[]);
+    let wrong = settings("not-the-secret");
+    let wrong: Vec<&str> = wrong.iter().map(String::as_str).collect();
+    let refused = MirrorProcess::start(url, &secured, &wrong);
+    // Nothing can be read, so nothing is written.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let t = status_of(&dest, "secured").await;
+    assert!(
+        t.as_ref().is_none_or(|t| t["partitions"]
+            .as_array()
+            .is_none_or(|ps| ps
+                .iter()
+                .all(|p| p["mirrored_offset"].as_i64().unwrap_or(0) == 0))),
+        "records mirrored with a wrong password: {t:?}"
+    );
+    refused.kill();
+
+    let right = settings("mirror-secret");
+    let right: Vec<&str> = right.iter().map(String::as_str).collect();
+    let _mirror = MirrorProcess::start(url, &secured, &right);
+    mirrored_alike(&src, &dest, "secured", 2).await;
 }
