@@ -901,9 +901,8 @@ async fn partitions_added_at_the_source_are_added_and_copied(url: &str) {
 /// A source that takes SCRAM-SHA-512 over TLS only on the listener the
 /// mirror is given: the mirror's `--source-property` settings reach every
 /// connection it makes (metadata, fetches, group offsets). With a wrong
-/// password nothing is written (the mirror logs librdkafka's authentication
-/// error; the status has no topic yet, since the source's list was never
-/// read).
+/// password nothing is written, and the status says why for the topic
+/// asked for.
 async fn a_source_behind_sasl_ssl_is_mirrored(url: &str) {
     let pki = Pki::new();
     let source_db = TestDb::sqlite();
@@ -937,16 +936,29 @@ async fn a_source_behind_sasl_ssl_is_mirrored(url: &str) {
     let wrong = settings("not-the-secret");
     let wrong: Vec<&str> = wrong.iter().map(String::as_str).collect();
     let refused = MirrorProcess::start(url, &secured, &wrong);
-    // Nothing can be read, so nothing is written.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let t = status_of(&dest, "secured").await;
+    // Nothing can be read, so nothing is written, and the status says why.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let t = loop {
+        let t = status_of(&dest, "secured").await;
+        // The first look may fail before librdkafka has said why.
+        let why = |t: &Value| {
+            t["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("SASL authentication"))
+        };
+        if let Some(t) = t.as_ref().filter(|t| why(t)) {
+            break t.clone();
+        }
+        assert!(Instant::now() < deadline, "no cause in the status: {t:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let error = t["error"].as_str().unwrap_or_default();
+    assert!(error.contains("the source cannot be reached"), "{t}");
     assert!(
-        t.as_ref().is_none_or(|t| t["partitions"]
-            .as_array()
-            .is_none_or(|ps| ps
-                .iter()
-                .all(|p| p["mirrored_offset"].as_i64().unwrap_or(0) == 0))),
-        "records mirrored with a wrong password: {t:?}"
+        t["partitions"].as_array().is_none_or(|ps| ps
+            .iter()
+            .all(|p| p["mirrored_offset"].as_i64().unwrap_or(0) == 0)),
+        "records mirrored with a wrong password: {t}"
     );
     refused.kill();
 
@@ -954,4 +966,6 @@ async fn a_source_behind_sasl_ssl_is_mirrored(url: &str) {
     let right: Vec<&str> = right.iter().map(String::as_str).collect();
     let _mirror = MirrorProcess::start(url, &secured, &right);
     mirrored_alike(&src, &dest, "secured", 2).await;
+    let t = status_of(&dest, "secured").await.expect("status");
+    assert!(t["error"].is_null(), "{t}");
 }

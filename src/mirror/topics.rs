@@ -4,13 +4,14 @@
 //! source consumer at the local next offsets.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
 use rdkafka::admin::{AdminClient, AdminOptions, ConfigSource, ResourceSpecifier};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError;
 use rdkafka::ClientConfig;
 use regex::Regex;
 use storage::topic_configs;
@@ -31,7 +32,7 @@ pub(super) struct Selection {
     /// Whether the last look at the source failed (every topic shows it).
     unreachable: bool,
     /// The source's metadata and watermarks are read through this consumer.
-    meta: Arc<BaseConsumer>,
+    meta: Arc<BaseConsumer<LastError>>,
     admin: AdminClient<DefaultClientContext>,
 }
 
@@ -52,7 +53,11 @@ impl Selection {
             pattern,
             given_up: HashSet::new(),
             unreachable: false,
-            meta: Arc::new(client.create().context("the source metadata client")?),
+            meta: Arc::new(
+                client
+                    .create_with_context(LastError::default())
+                    .context("the source metadata client")?,
+            ),
             admin: client.create().context("the source admin client")?,
         })
     }
@@ -64,31 +69,78 @@ impl Selection {
     }
 }
 
+/// The metadata client's context: it keeps librdkafka's last global error
+/// (a refused authentication, a failed TLS handshake), which says why the
+/// source cannot be reached where the failed request only says that it
+/// cannot.
+#[derive(Debug, Default)]
+pub(super) struct LastError(Mutex<Option<String>>);
+
+impl LastError {
+    /// The last cause, kept while the source stays unreachable (librdkafka
+    /// does not repeat an error it has just reported).
+    fn get(&self) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Forgets the cause once the source answers again.
+    fn clear(&self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
+impl ClientContext for LastError {
+    fn error(&self, error: KafkaError, reason: &str) {
+        tracing::error!(%error, reason, "mirror: the source");
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!("{error}: {reason}"));
+    }
+}
+
+impl ConsumerContext for LastError {}
+
 impl Mirror {
     /// Follows the source: starts the topics that appeared, stops those
     /// gone, reports the high watermarks.
     pub(super) async fn refresh(&mut self) {
         let meta = self.selection.meta.clone();
         let listed = tokio::task::spawn_blocking(move || {
-            meta.fetch_metadata(None, SOURCE_TIMEOUT).map(|m| {
+            let listed = meta.fetch_metadata(None, SOURCE_TIMEOUT).map(|m| {
                 m.topics()
                     .iter()
                     .filter(|t| t.error().is_none())
                     .map(|t| (t.name().to_owned(), t.partitions().len() as i32))
                     .collect::<HashMap<String, i32>>()
-            })
+            });
+            // librdkafka hands its global errors (the cause of a failure)
+            // to the context only when the client is polled.
+            if listed.is_err() {
+                let _ = meta.poll(Duration::ZERO);
+            }
+            listed
         })
         .await;
         let source: HashMap<String, i32> = match listed {
-            Ok(Ok(topics)) => topics,
-            Ok(Err(e)) => return self.unreachable(&e.to_string()).await,
+            Ok(Ok(topics)) => {
+                self.selection.meta.context().clear();
+                topics
+            }
+            Ok(Err(e)) => {
+                let error = match self.selection.meta.context().get() {
+                    Some(cause) => format!("{e}; {cause}"),
+                    None => e.to_string(),
+                };
+                return self.unreachable(&error).await;
+            }
             Err(e) => return self.unreachable(&e.to_string()).await,
         };
         if std::mem::take(&mut self.selection.unreachable) {
-            for topic in self.topics.keys() {
+            for topic in self.reachability_shown_by() {
                 let _ = self
                     .engine
-                    .set_mirror_error(topic, &self.source_name, None)
+                    .set_mirror_error(&topic, &self.source_name, None)
                     .await;
             }
         }
@@ -142,12 +194,25 @@ impl Mirror {
         self.selection.unreachable = true;
         let error = format!("the source cannot be reached: {error}");
         tracing::warn!(error, "mirror");
-        for topic in self.topics.keys() {
+        for topic in self.reachability_shown_by() {
             let _ = self
                 .engine
-                .set_mirror_error(topic, &self.source_name, Some(&error))
+                .set_mirror_error(&topic, &self.source_name, Some(&error))
                 .await;
         }
+    }
+
+    /// The topics whose status shows whether the source can be reached: the
+    /// ones being copied, and those named in `--topics` and not started yet,
+    /// so that a source never listed (one that refuses the mirror's
+    /// credentials) is explained in the status rather than leaving it empty.
+    fn reachability_shown_by(&self) -> Vec<String> {
+        let waiting = self
+            .selection
+            .names
+            .iter()
+            .filter(|t| !self.topics.contains_key(*t) && !self.selection.given_up.contains(*t));
+        self.topics.keys().chain(waiting).cloned().collect()
     }
 
     /// Creates (or finds) the local twin of `topic` and starts copying it.
