@@ -952,7 +952,11 @@ async fn a_source_behind_sasl_ssl_is_mirrored(url: &str) {
         assert!(Instant::now() < deadline, "no cause in the status: {t:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    // It stays while the source refuses (librdkafka does not repeat it).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let t = status_of(&dest, "secured").await.expect("status");
     let error = t["error"].as_str().unwrap_or_default();
+    assert!(error.contains("SASL authentication"), "{t}");
     assert!(error.contains("the source cannot be reached"), "{t}");
     assert!(
         t["partitions"].as_array().is_none_or(|ps| ps

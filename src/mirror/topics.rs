@@ -11,7 +11,7 @@ use anyhow::Context;
 use rdkafka::admin::{AdminClient, AdminOptions, ConfigSource, ResourceSpecifier};
 use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::ClientConfig;
 use regex::Regex;
 use storage::topic_configs;
@@ -95,7 +95,13 @@ impl LastError {
 impl ClientContext for LastError {
     fn error(&self, error: KafkaError, reason: &str) {
         tracing::error!(%error, reason, "mirror: the source");
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!("{error}: {reason}"));
+        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // "All brokers are down" follows the error that took them down,
+        // which is the one worth showing.
+        let consequence = error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown);
+        if !(consequence && last.is_some()) {
+            *last = Some(format!("{error}: {reason}"));
+        }
     }
 }
 
