@@ -938,7 +938,7 @@ async fn a_source_behind_sasl_ssl_is_mirrored(url: &str) {
     let refused = MirrorProcess::start(url, &secured, &wrong);
     // Nothing can be read, so nothing is written, and the status says why.
     let deadline = Instant::now() + Duration::from_secs(30);
-    let t = loop {
+    loop {
         let t = status_of(&dest, "secured").await;
         // The first look may fail before librdkafka has said why.
         let why = |t: &Value| {
@@ -946,12 +946,12 @@ async fn a_source_behind_sasl_ssl_is_mirrored(url: &str) {
                 .as_str()
                 .is_some_and(|e| e.contains("SASL authentication"))
         };
-        if let Some(t) = t.as_ref().filter(|t| why(t)) {
-            break t.clone();
+        if t.as_ref().is_some_and(why) {
+            break;
         }
         assert!(Instant::now() < deadline, "no cause in the status: {t:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    }
     // It stays while the source refuses (librdkafka does not repeat it).
     tokio::time::sleep(Duration::from_secs(1)).await;
     let t = status_of(&dest, "secured").await.expect("status");
