@@ -74,7 +74,7 @@ impl Selection {
 /// source cannot be reached where the failed request only says that it
 /// cannot.
 #[derive(Debug, Default)]
-pub(super) struct LastError(Mutex<Option<String>>);
+struct LastError(Mutex<Option<String>>);
 
 impl LastError {
     /// The last cause, kept while the source stays unreachable (librdkafka
