@@ -517,9 +517,7 @@ fn put_varlong(out: &mut BytesMut, v: i64) {
 
 /// How many bytes [`put_varlong`] writes for `v`.
 fn varlong_len(v: i64) -> usize {
-    let raw = ((v << 1) ^ (v >> 63)) as u64;
-    // One byte per started group of 7 bits; zero takes one byte too.
-    (64 - (raw | 1).leading_zeros() as usize).div_ceil(7)
+    storage::record::varint_len(((v << 1) ^ (v >> 63)) as u64)
 }
 
 /// How many bytes [`put_nullable`] writes for `bytes`.

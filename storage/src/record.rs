@@ -439,8 +439,9 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-/// How many bytes [`put_varint`] writes for `v`.
-fn varint_len(v: u64) -> usize {
+/// How many bytes the base-128 varint of `v` takes (as [`put_varint`]
+/// writes it, and as Kafka's record fields are written).
+pub fn varint_len(v: u64) -> usize {
     // One byte per started group of 7 bits; zero takes one byte too.
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }

@@ -38,7 +38,9 @@ pub(crate) async fn write(
     // The segments are most of the statement's bytes: its argument buffer
     // is sized for them at once rather than doubled, and copied, as it fills.
     let mut args = PgArguments::default();
-    let per_segment = 5 * (8 + 4) + 4;
+    // Per segment: five bigint elements (a length and 8 bytes each) and
+    // the length of its bytea element.
+    let per_segment = 5 * (4 + 8) + 4;
     args.reserve(
         7,
         records.iter().map(|r| r.len() + per_segment).sum::<usize>() + 256,

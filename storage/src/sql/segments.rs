@@ -87,7 +87,7 @@ impl SegmentRow {
 
 /// A segment opened for reading, its records in clear: any part of it can
 /// be decoded again without another read (see [`crate::tails`]).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Opened {
     pub base_offset: i64,
     pub count: i64,
