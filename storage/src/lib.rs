@@ -46,6 +46,7 @@ mod committer;
 mod consume;
 mod dedup;
 mod error;
+mod group_commit;
 mod ids;
 pub mod kv;
 mod log;
@@ -147,7 +148,7 @@ struct Inner {
     /// Seals and opens the payloads of encrypted queues.
     sealer: Arc<sealing::Sealer>,
     /// The segments reads ended inside, for the reads that go on from there.
-    tails: tails::Tails,
+    tails: Arc<tails::Tails>,
 }
 
 /// The items of one request that go to one partition.
@@ -186,7 +187,13 @@ impl Engine {
             sealer.clone(),
             store.writer_shards(),
         );
-        let consume = consume::ConsumeState::new(store.start_wake());
+        let tails = Arc::new(tails::Tails::default());
+        let consume = consume::ConsumeState::new(
+            store.start_wake(),
+            store.clone(),
+            sealer.clone(),
+            tails.clone(),
+        );
         Ok(Self {
             inner: Arc::new(Inner {
                 store,
@@ -200,7 +207,7 @@ impl Engine {
                 vacuum: Default::default(),
                 duties: Default::default(),
                 sealer,
-                tails: Default::default(),
+                tails,
             }),
         })
     }

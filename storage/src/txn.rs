@@ -20,6 +20,7 @@ use crate::error::{Result, StorageError};
 use crate::kv::{self, KvOutcome, KvPreconditionFailed, KvRequest, KvResult, Surface};
 use crate::model::{PushItem, PushOutcome, PushStatus};
 use crate::sealing::Sealer;
+use crate::sql::segments::Kept;
 use crate::Engine;
 
 /// One element of a transaction's `operations`.
@@ -194,7 +195,13 @@ async fn run(
     let mut woken = Vec::new();
     for (group, acks) in &plan.acks {
         let items: Vec<AckItem> = acks.iter().map(|(_, item)| item.clone()).collect();
-        let (answers, released) = ack::run(tx, sealer, group, &items, now).await?;
+        // Nothing read here is kept for later reads: the transaction may
+        // still roll back segments its own pushes appended.
+        let kept = Kept {
+            sealer,
+            tails: None,
+        };
+        let (answers, released) = ack::run(tx, kept, group, &items, now).await?;
         for ((op, item), answer) in acks.iter().zip(answers) {
             let detail = match (&answer.refusal, answer.noop) {
                 (Some(refusal), _) => Some(refusal.to_string()),

@@ -12,7 +12,6 @@
 //!   wins and puts the cursor back at (or past) its message.
 
 use std::collections::{BTreeMap, HashMap};
-use std::ops::ControlFlow;
 
 use super::{CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK_SPAN};
 use crate::backend::Conn;
@@ -20,8 +19,9 @@ use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
 use crate::offsets_log;
 use crate::record::Record;
-use crate::sealing::{seal_with, Sealer};
-use crate::sql::{consume, dead_letters, segments};
+use crate::sealing::seal_with;
+use crate::sql::segments::{Kept, Source, Visit};
+use crate::sql::{consume, dead_letters};
 
 /// The dead-letter error text of a message whose retries ran out.
 const RETRIES_EXHAUSTED: &str = "Retries exhausted";
@@ -121,7 +121,7 @@ impl AckResult {
 /// lease ended (their waiting pops are woken).
 pub(crate) async fn run(
     tx: &mut Conn<'_>,
-    sealer: &Sealer,
+    kept: Kept<'_>,
     group: &str,
     items: &[AckItem],
     now: i64,
@@ -135,7 +135,7 @@ pub(crate) async fn run(
     for (partition_id, indexes) in by_partition {
         if let Some(queue) = partition(
             tx,
-            sealer,
+            kept,
             group,
             partition_id,
             items,
@@ -177,7 +177,7 @@ struct Found {
 #[allow(clippy::too_many_arguments)]
 async fn partition(
     tx: &mut Conn<'_>,
-    sealer: &Sealer,
+    kept: Kept<'_>,
     group: &str,
     partition_id: PartitionId,
     items: &[AckItem],
@@ -255,7 +255,7 @@ async fn partition(
         .filter(|(_, s)| s.is_some())
         .map(|(&i, _)| (items[i].transaction_id.as_str(), Found::default()))
         .collect();
-    resolve(tx, sealer, partition_id, lo, hi, c, &mut found).await?;
+    resolve(tx, kept, partition_id, lo, hi, c, &mut found).await?;
     hide_uncommitted(tx, partition_id, &mut found).await?;
 
     // What each item means for the cursor.
@@ -377,7 +377,7 @@ async fn partition(
             };
             let mut bytes = Vec::new();
             record.encode(&mut bytes);
-            let seal = options.encryption_enabled.then_some(sealer);
+            let seal = options.encryption_enabled.then_some(kept.sealer);
             let default_error = if status == AckStatus::Dlq {
                 "Dead-lettered by the consumer"
             } else {
@@ -438,7 +438,7 @@ async fn partition(
 /// an offset at or after the cursor `c` (or the stretch ends).
 async fn resolve(
     tx: &mut Conn<'_>,
-    sealer: &Sealer,
+    kept: Kept<'_>,
     partition_id: PartitionId,
     lo: i64,
     hi: i64,
@@ -450,14 +450,14 @@ async fn resolve(
     if next >= hi || unresolved == 0 {
         return Ok(());
     }
-    segments::scan(tx, partition_id, lo, |segment| {
+    kept.scan(Source::Conn(tx), partition_id, lo, |segment| {
         let base = segment.base_offset;
         let created_at = segment.created_at;
         let end = segment.end();
         // Only the records of [next, hi) are decoded.
         let skip = usize::try_from(next - base).unwrap_or(0);
         let take = usize::try_from(hi - base).unwrap_or(0).saturating_sub(skip);
-        let records = segment.decode_range(sealer, skip, take)?;
+        let records = segment.decode_range(skip, take)?;
         for (i, record) in records.into_iter().enumerate() {
             let offset = base + (skip + i) as i64;
             let txn = record.transaction_id();
@@ -471,10 +471,13 @@ async fn resolve(
             }
         }
         next = next.max(end);
-        Ok(if next >= hi || unresolved == 0 {
-            ControlFlow::Break(())
+        Ok(if end > hi {
+            // The next pop goes on inside this segment.
+            Visit::StopInside
+        } else if next >= hi || unresolved == 0 {
+            Visit::Stop
         } else {
-            ControlFlow::Continue(())
+            Visit::Next
         })
     })
     .await

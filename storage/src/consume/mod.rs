@@ -27,6 +27,7 @@
 //! lives beside them in `consumer_leases`.
 
 pub(crate) mod ack;
+mod committer;
 pub(crate) mod cursor;
 pub(crate) mod dlq;
 pub(crate) mod groups;
@@ -179,11 +180,13 @@ pub struct PopOutcome {
     pub partitions_claimed: usize,
 }
 
-/// Per-engine state of consumption: the long-poll wake-ups and the
-/// subscriptions this engine knows to be registered.
+/// Per-engine state of consumption: the long-poll wake-ups, the writers
+/// that group-commit pops and acks, and the subscriptions this engine
+/// knows to be registered.
 #[derive(Debug)]
 pub(crate) struct ConsumeState {
     pub(crate) wake: Arc<wake::Wake>,
+    writers: committer::ConsumeCommitter,
     /// (queue id, group) pairs whose subscription row exists: saves a write
     /// transaction per pop. Only an optimisation; the pop transaction
     /// copes with a row deleted meanwhile.
@@ -191,9 +194,15 @@ pub(crate) struct ConsumeState {
 }
 
 impl ConsumeState {
-    pub(crate) fn new(wake: Arc<wake::Wake>) -> Self {
+    pub(crate) fn new(
+        wake: Arc<wake::Wake>,
+        store: crate::backend::Store,
+        sealer: Arc<crate::sealing::Sealer>,
+        tails: Arc<crate::tails::Tails>,
+    ) -> Self {
         Self {
             wake,
+            writers: committer::ConsumeCommitter::start(store, sealer, tails),
             registered: Mutex::new(HashSet::new()),
         }
     }
@@ -315,12 +324,13 @@ impl Engine {
     pub async fn ack(&self, group: &str, items: Vec<AckItem>) -> Result<Vec<AckResult>> {
         validate_group(group)?;
         let now = self.inner.clock.now_ms();
-        // One write transaction, partitions in ascending id order (so
-        // concurrent requests never deadlock).
-        let mut tx = self.inner.store.begin_write().await?;
-        let (results, woken) =
-            ack::run(&mut tx.conn(), &self.inner.sealer, group, &items, now).await?;
-        tx.commit().await?;
+        // Partitions in ascending id order within the request.
+        let (results, woken) = self
+            .inner
+            .consume
+            .writers
+            .ack(group.to_owned(), items, now)
+            .await?;
         for queue in woken {
             self.inner.consume.wake.announce(&queue);
         }

@@ -8,7 +8,6 @@
 //! claimed meanwhile is simply skipped, so two pops (on one broker or two)
 //! never hold the same (partition, group) at once.
 
-use std::ops::ControlFlow;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -21,8 +20,8 @@ use crate::backend::Conn;
 use crate::error::Result;
 use crate::model::PartitionId;
 use crate::options::QueueOptions;
-use crate::sealing::Sealer;
-use crate::sql::{consume, segments};
+use crate::sql::consume;
+use crate::sql::segments::{Kept, Source, Visit};
 use crate::Engine;
 /// How long a waiting pop sleeps at most before it looks again when
 /// messages exist but time-based rules (delay, window buffer) hold them.
@@ -48,19 +47,17 @@ pub(crate) struct CandidateFilter<'a> {
 
 /// One pop transaction's work.
 #[derive(Debug)]
-pub(crate) struct PopJob<'a> {
-    pub group: &'a str,
+pub(crate) struct PopJob {
+    pub group: String,
     pub candidates: Vec<PartitionId>,
     pub batch: usize,
     pub max_partitions: usize,
     /// The lease to grant; with `auto_ack` it is released at once.
-    pub lease_id: &'a str,
+    pub lease_id: String,
     pub lease_ms: i64,
     pub auto_ack: bool,
     pub subscription: SubscriptionMode,
     pub now: i64,
-    /// Opens the segments of encrypted queues.
-    pub sealer: &'a Sealer,
 }
 
 pub(crate) async fn pop(engine: &Engine, request: &PopRequest) -> Result<PopOutcome> {
@@ -239,20 +236,17 @@ async fn attempt(
     }
     let lease_ms = lease_seconds(request.lease_seconds, &options).saturating_mul(1000);
     let job = PopJob {
-        group: &request.group,
+        group: request.group.clone(),
         candidates,
         batch,
         max_partitions,
-        lease_id,
+        lease_id: lease_id.to_owned(),
         lease_ms,
         auto_ack: request.auto_ack,
         subscription: request.subscription,
         now,
-        sealer: &engine.inner.sealer,
     };
-    let mut tx = store.begin_write().await?;
-    let outcome = run(&mut tx.conn(), &job).await?;
-    tx.commit().await?;
+    let outcome = engine.inner.consume.writers.pop(job).await?;
     let recheck = (outcome.messages.is_empty() && timed).then_some(RECHECK);
     Ok((outcome, recheck))
 }
@@ -281,7 +275,7 @@ async fn register(
 
 /// The pop transaction: claims candidates in order until `max_partitions`
 /// of them delivered something or the batch is full.
-pub(crate) async fn run(tx: &mut Conn<'_>, job: &PopJob<'_>) -> Result<PopOutcome> {
+pub(crate) async fn run(tx: &mut Conn<'_>, job: &PopJob, kept: Kept<'_>) -> Result<PopOutcome> {
     let mut outcome = PopOutcome::default();
     for &partition_id in &job.candidates {
         let budget = job.batch.saturating_sub(outcome.messages.len());
@@ -289,14 +283,14 @@ pub(crate) async fn run(tx: &mut Conn<'_>, job: &PopJob<'_>) -> Result<PopOutcom
             break;
         }
         let expires_at = job.now.saturating_add(job.lease_ms);
-        if !tx.try_lock_lease(partition_id, job.group).await? {
+        if !tx.try_lock_lease(partition_id, &job.group).await? {
             continue; // another pop or ack is working on it right now
         }
         let Some(lease) = consume::claim(
             tx,
             partition_id,
-            job.group,
-            job.lease_id,
+            &job.group,
+            &job.lease_id,
             expires_at,
             job.now,
         )
@@ -304,14 +298,14 @@ pub(crate) async fn run(tx: &mut Conn<'_>, job: &PopJob<'_>) -> Result<PopOutcom
         else {
             continue; // another consumer of the group holds it
         };
-        let delivered = deliver(tx, job, partition_id, lease, expires_at, budget).await?;
+        let delivered = deliver(tx, job, kept, partition_id, lease, expires_at, budget).await?;
         if !delivered.is_empty() {
             outcome.partitions_claimed += 1;
             outcome.messages.extend(delivered);
         }
     }
     if !outcome.messages.is_empty() && !job.auto_ack {
-        outcome.lease_id = job.lease_id.to_owned();
+        outcome.lease_id = job.lease_id.clone();
     }
     Ok(outcome)
 }
@@ -321,13 +315,14 @@ pub(crate) async fn run(tx: &mut Conn<'_>, job: &PopJob<'_>) -> Result<PopOutcom
 /// delivery, moves the cursor past it and frees the lease).
 async fn deliver(
     tx: &mut Conn<'_>,
-    job: &PopJob<'_>,
+    job: &PopJob,
+    kept: Kept<'_>,
     partition_id: PartitionId,
     lease: LeaseRow,
     expires_at: i64,
     budget: usize,
 ) -> Result<Vec<PoppedMessage>> {
-    let Some((part, stored)) = consume::partition(tx, partition_id, job.group).await? else {
+    let Some((part, stored)) = consume::partition(tx, partition_id, &job.group).await? else {
         return Ok(Vec::new()); // deleted since it was listed
     };
     let mut cursor = match stored {
@@ -336,7 +331,7 @@ async fn deliver(
             retry_count: c.retry_count,
         },
         None => CursorRow {
-            committed_offset: cursor::seed(tx, &part, partition_id, job.group, job.subscription)
+            committed_offset: cursor::seed(tx, &part, partition_id, &job.group, job.subscription)
                 .await?,
             retry_count: 0,
         },
@@ -363,11 +358,11 @@ async fn deliver(
         let from = next;
         let room = budget - taken.len();
         let mut read: Vec<(i64, i64, crate::record::Record)> = Vec::new();
-        segments::scan(tx, partition_id, next, |segment| {
+        kept.scan(Source::Conn(tx), partition_id, next, |segment| {
             let base = segment.base_offset;
             let created_at = segment.created_at;
             if visible_before.is_some_and(|v| created_at > v) {
-                return Ok(ControlFlow::Break(()));
+                return Ok(Visit::Stop);
             }
             if taken.is_empty()
                 && read.is_empty()
@@ -377,27 +372,32 @@ async fn deliver(
                 cursor.committed_offset = segment.end();
                 cursor.retry_count = 0;
                 next = cursor.committed_offset;
-                return Ok(ControlFlow::Continue(()));
+                return Ok(Visit::Next);
             }
             // Only the records this batch takes are decoded.
             let skip = usize::try_from(next - base).unwrap_or(0);
             let start = base + skip as i64;
             if start >= upper {
-                return Ok(ControlFlow::Break(()));
+                return Ok(Visit::Stop);
             }
             let stable = usize::try_from(upper - start).unwrap_or(usize::MAX);
             let take = (room - read.len()).min(stable);
-            let records = segment.decode_range(job.sealer, skip, take)?;
+            let records = segment.decode_range(skip, take)?;
             for (i, record) in records.into_iter().enumerate() {
                 let offset = base + (skip + i) as i64;
                 read.push((offset, created_at, record));
                 next = offset + 1;
             }
-            Ok(if read.len() >= room || next >= upper {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            })
+            Ok(
+                if next < segment.end() && (read.len() >= room || next >= upper) {
+                    // The next pop goes on inside this segment.
+                    Visit::StopInside
+                } else if read.len() >= room || next >= upper {
+                    Visit::Stop
+                } else {
+                    Visit::Next
+                },
+            )
         })
         .await?;
         if next == from {
@@ -424,13 +424,13 @@ async fn deliver(
         || stored.map(|c| c.retry_count) != Some(cursor.retry_count);
     if taken.is_empty() {
         if moved {
-            consume::save_cursor(tx, partition_id, job.group, cursor, job.now).await?;
+            consume::save_cursor(tx, partition_id, &job.group, cursor, job.now).await?;
         }
         let free = LeaseRow {
             expires_at: 0,
             ..lease
         };
-        consume::save_lease(tx, partition_id, job.group, &free).await?;
+        consume::save_lease(tx, partition_id, &job.group, &free).await?;
         return Ok(Vec::new());
     }
 
@@ -444,14 +444,14 @@ async fn deliver(
         1
     };
     let saved = LeaseRow {
-        lease_id: Some(job.lease_id.to_owned()),
+        lease_id: Some(job.lease_id.clone()),
         expires_at: if job.auto_ack { 0 } else { expires_at },
         span_start: first,
         span_end: end,
         delivered_to: lease.delivered_to.max(end),
         attempts: attempt,
     };
-    consume::save_lease(tx, partition_id, job.group, &saved).await?;
+    consume::save_lease(tx, partition_id, &job.group, &saved).await?;
     let retry_at_cursor = cursor.retry_count;
     if job.auto_ack {
         // Past the markers and aborted records read after the last one.
@@ -459,14 +459,14 @@ async fn deliver(
             committed_offset: next,
             retry_count: 0,
         };
-        consume::save_cursor(tx, partition_id, job.group, committed, job.now).await?;
+        consume::save_cursor(tx, partition_id, &job.group, committed, job.now).await?;
     } else if moved {
-        consume::save_cursor(tx, partition_id, job.group, cursor, job.now).await?;
+        consume::save_cursor(tx, partition_id, &job.group, cursor, job.now).await?;
     }
     let lease_id = if job.auto_ack {
         String::new()
     } else {
-        job.lease_id.to_owned()
+        job.lease_id.clone()
     };
     Ok(taken
         .into_iter()

@@ -50,24 +50,6 @@ impl SegmentRow {
         decode_segment(self.format, Bytes::from(records), self.count as usize)
     }
 
-    /// Up to `take` records of the segment after its first `skip`: only
-    /// those are decoded (a sealed segment is opened whole).
-    pub(crate) fn decode_range(
-        self,
-        sealer: &Sealer,
-        skip: usize,
-        take: usize,
-    ) -> Result<Vec<Record>> {
-        let records = sealer.open(self.records)?;
-        decode_segment_range(
-            self.format,
-            Bytes::from(records),
-            self.count as usize,
-            skip,
-            take,
-        )
-    }
-
     /// The offset after the segment's last record.
     pub(crate) fn end(&self) -> i64 {
         self.base_offset + self.count
@@ -100,6 +82,13 @@ impl Opened {
     /// The offset after the segment's last record.
     pub(crate) fn end(&self) -> i64 {
         self.base_offset + self.count
+    }
+
+    /// Up to `take` records of the segment after its first `skip`: only
+    /// those are decoded.
+    pub(crate) fn decode_range(&self, skip: usize, take: usize) -> Result<Vec<Record>> {
+        let count = usize::try_from(self.count).unwrap_or(0);
+        decode_segment_range(self.format, self.records.clone(), count, skip, take)
     }
 }
 
@@ -195,10 +184,13 @@ pub(crate) async fn read(
     let mut out = Vec::new();
     let mut next = from;
     let mut bytes = 0;
-    let mut ended_inside = None;
-    let mut visit = |segment: Opened| -> Result<ControlFlow<()>> {
+    let kept = Kept {
+        sealer,
+        tails: Some(tails),
+    };
+    kept.scan(Source::Reader(store), partition_id, from, |segment| {
         bytes += take_from(
-            &segment,
+            segment,
             &mut next,
             Room {
                 messages: max_messages - out.len(),
@@ -207,32 +199,94 @@ pub(crate) async fn read(
             },
             &mut out,
         )?;
-        if next < segment.end() {
-            ended_inside = Some(segment);
-            return Ok(ControlFlow::Break(()));
-        }
-        Ok(match out.len() < max_messages {
-            true => ControlFlow::Continue(()),
-            false => ControlFlow::Break(()),
+        Ok(if next < segment.end() {
+            Visit::StopInside
+        } else if out.len() < max_messages {
+            Visit::Next
+        } else {
+            Visit::Stop
         })
-    };
-    let mut resume_at = None;
-    let mut done = false;
-    if let Some(tail) = tails.take(partition_id, from) {
-        resume_at = Some(tail.end());
-        done = visit(tail)?.is_break();
-    }
-    if !done {
-        let mut reader = store.read_conn().await?;
-        scan_pages(&mut reader.conn(), partition_id, from, resume_at, |row| {
-            visit(row.open(sealer)?)
-        })
-        .await?;
-    }
-    if let Some(segment) = ended_inside {
-        tails.keep(partition_id, segment);
-    }
+    })
+    .await?;
     Ok(out)
+}
+
+/// What a visitor of [`Kept::scan`] does after a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Visit {
+    /// Go on to the next segment.
+    Next,
+    /// Stop: the segment was read to its end.
+    Stop,
+    /// Stop inside the segment: the next read goes on from there, so the
+    /// segment is kept in the tails.
+    StopInside,
+}
+
+/// Where [`Kept::scan`] reads the segments that are not kept.
+pub(crate) enum Source<'s, 'c> {
+    /// A reader taken from the store only if one is needed.
+    Reader(&'s Store),
+    /// The connection of a transaction.
+    Conn(&'s mut Conn<'c>),
+}
+
+/// Segment reads that go through the [`Tails`]: the segment a read stops
+/// inside is kept, and a read starting inside a kept segment begins with it
+/// instead of reading it from the database again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Kept<'a> {
+    /// Opens the segments of encrypted queues.
+    pub sealer: &'a Sealer,
+    /// Where segments are kept between reads; `None` keeps nothing, for
+    /// reads in a transaction that may yet roll back segments it appended
+    /// itself.
+    pub tails: Option<&'a Tails>,
+}
+
+impl Kept<'_> {
+    /// Visits, in offset order, the opened segments of the partition that
+    /// hold offsets at or after `from` (as [`scan`]), until `visit` stops
+    /// or the partition ends.
+    pub(crate) async fn scan(
+        self,
+        source: Source<'_, '_>,
+        partition_id: PartitionId,
+        from: i64,
+        mut visit: impl FnMut(&Opened) -> Result<Visit>,
+    ) -> Result<()> {
+        let mut stopped_inside = None;
+        let mut see = |segment: Opened| -> Result<ControlFlow<()>> {
+            Ok(match visit(&segment)? {
+                Visit::Next => ControlFlow::Continue(()),
+                Visit::Stop => ControlFlow::Break(()),
+                Visit::StopInside => {
+                    stopped_inside = Some(segment);
+                    ControlFlow::Break(())
+                }
+            })
+        };
+        let mut resume_at = None;
+        let mut done = false;
+        if let Some(tail) = self.tails.and_then(|t| t.take(partition_id, from)) {
+            resume_at = Some(tail.end());
+            done = see(tail)?.is_break();
+        }
+        if !done {
+            let see = |row: SegmentRow| see(row.open(self.sealer)?);
+            match source {
+                Source::Reader(store) => {
+                    let mut reader = store.read_conn().await?;
+                    scan_pages(&mut reader.conn(), partition_id, from, resume_at, see).await?;
+                }
+                Source::Conn(conn) => scan_pages(conn, partition_id, from, resume_at, see).await?,
+            }
+        }
+        if let (Some(tails), Some(segment)) = (self.tails, stopped_inside) {
+            tails.keep(partition_id, segment);
+        }
+        Ok(())
+    }
 }
 
 /// What a read may still take.

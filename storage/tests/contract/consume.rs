@@ -855,3 +855,59 @@ pub(crate) async fn summaries_of_every_queue_match_each_depth(db: &Db) {
     assert_eq!(counts(1), (1, 5, 0, 0));
     assert_eq!(counts(2), (1, 3, 3, 0));
 }
+
+/// Pops and acks that stop inside a segment keep it for the next one (the
+/// read tails): batches that end mid-segment, redeliveries that go back
+/// inside it, and reads by offset of the same partitions in between all
+/// see exactly what a read of the database would.
+pub(crate) async fn pops_and_acks_in_pieces_of_segments_keep_every_message_in_order(db: &Db) {
+    let engine = db.engine().await;
+    let (partitions, per_partition) = (3, 200);
+    for p in 0..partitions {
+        // One push per partition: one segment holding all of it.
+        push_n(
+            &engine,
+            "q",
+            &format!("p{p}"),
+            p * per_partition,
+            per_partition,
+        )
+        .await;
+    }
+    let mut completed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut pops = 0;
+    loop {
+        let got = pop(&engine, "q", QUEUE_MODE_GROUP, 7).await;
+        if got.messages.is_empty() {
+            break;
+        }
+        pops += 1;
+        let partition = got.messages[0].partition.clone();
+        // A read by offset of the same partition, from elsewhere in it.
+        let at = (pops * 37) % per_partition;
+        let read = engine
+            .read("q", &partition, at as i64, 5)
+            .await
+            .expect("read");
+        let first = partition[1..].parse::<usize>().expect("index") * per_partition;
+        let expected: Vec<String> = names(first + at..first + (at + 5).min(per_partition));
+        let got_read: Vec<String> = read.iter().map(|m| m.record.transaction_id()).collect();
+        assert_eq!(got_read, expected, "read at {at} of {partition}");
+        // Every fourth batch fails once and comes back from inside the segment.
+        let status = if pops % 4 == 0 && got.messages[0].delivery_attempt == 1 {
+            AckStatus::Retry
+        } else {
+            AckStatus::Completed
+        };
+        let results = ack(&engine, QUEUE_MODE_GROUP, acks(&got, status)).await;
+        assert!(results.iter().all(AckResult::success), "{results:?}");
+        if status == AckStatus::Completed {
+            completed.entry(partition).or_default().extend(txns(&got));
+        }
+    }
+    assert_eq!(completed.len(), partitions);
+    for (partition, txns) in completed {
+        let first = partition[1..].parse::<usize>().expect("index") * per_partition;
+        assert_eq!(txns, names(first..first + per_partition), "{partition}");
+    }
+}

@@ -5,10 +5,16 @@
 //! another one, refuses those queues rather than answer ciphertext; a
 //! rotated key reads what the retired one sealed and seals it again.
 
-use storage::sealing::{Keyring, PayloadKey, SealError};
-use storage::{AckStatus, Content, Engine, PushStatus, QueueOptions, StorageError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
-use crate::consume::{ack, acks, dead_letters, pop};
+use storage::sealing::{Keyring, PayloadKey, SealError};
+use storage::{
+    AckStatus, Content, Engine, PopRequest, PushStatus, QueueOptions, StorageError,
+    QUEUE_MODE_GROUP,
+};
+
+use crate::consume::{ack, acks, dead_letters, pop, push_n, txns};
 use crate::push::json_item;
 use crate::retention::{compact, compacted_topic, keyed, values};
 use crate::support::Db;
@@ -267,4 +273,72 @@ pub(crate) async fn a_rotated_key_reads_old_payloads_and_reseals_them(db: &Db) {
         keyless.reseal(|_| {}).await,
         Err(StorageError::Sealed(SealError::NoKey))
     ));
+}
+
+/// Concurrent pops and acks share commits: a pop that fails (of an
+/// encrypted queue, on a broker without the key) fails alone, and every pop
+/// and ack committed beside it is served as if it had run by itself.
+pub(crate) async fn a_refused_pop_fails_alone_among_concurrent_consumers(db: &Db) {
+    let keyed = db.engine_with_key(Some(&key(1))).await;
+    keyed
+        .configure_queue("secret", &encrypted())
+        .await
+        .expect("configure");
+    push_secrets(&keyed, 5).await;
+    let keyless = db.engine().await;
+    let (partitions, per_partition) = (8, 30);
+    for p in 0..partitions {
+        let name = format!("p{p}");
+        push_n(&keyless, "clear", &name, p * per_partition, per_partition).await;
+    }
+
+    let refusals = Arc::new(AtomicUsize::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let (engine, refusals) = (keyless.clone(), refusals.clone());
+        tasks.spawn(async move {
+            for _ in 0..10 {
+                match engine.pop(&PopRequest::new("secret", 10)).await {
+                    Err(StorageError::Sealed(SealError::NoKey)) => {
+                        refusals.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // Another refused pop held the partition's lease row
+                    // meanwhile (PostgreSQL's writers run side by side).
+                    Ok(empty) if empty.messages.is_empty() => {}
+                    other => panic!("{other:?}"),
+                }
+            }
+            Vec::new()
+        });
+    }
+    for _ in 0..6 {
+        let engine = keyless.clone();
+        tasks.spawn(async move {
+            let (mut delivered, mut empty) = (Vec::new(), 0);
+            while empty < 3 {
+                let got = engine
+                    .pop(&PopRequest::new("clear", 7))
+                    .await
+                    .expect("a pop beside a refused one");
+                if got.messages.is_empty() {
+                    empty += 1;
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                empty = 0;
+                delivered.extend(txns(&got));
+                let acked = ack(&engine, QUEUE_MODE_GROUP, acks(&got, AckStatus::Completed)).await;
+                assert!(acked.iter().all(|a| a.success() && a.lease_released));
+            }
+            delivered
+        });
+    }
+    let delivered: Vec<String> = tasks.join_all().await.into_iter().flatten().collect();
+    assert!(refusals.load(Ordering::Relaxed) > 0);
+    let unique: std::collections::HashSet<&String> = delivered.iter().collect();
+    assert_eq!(delivered.len(), partitions * per_partition, "each once");
+    assert_eq!(unique.len(), delivered.len(), "nothing twice");
+    // The refused pops took nothing: the broker with the key pops it all.
+    let out = pop(&keyed, "secret", QUEUE_MODE_GROUP, 10).await;
+    assert_eq!(out.messages.len(), 5);
 }
