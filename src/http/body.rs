@@ -76,6 +76,11 @@ pub(super) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
     } else {
         bytes
     };
+    // The bodies clients send read strictly, straight into `T`; any other
+    // is read again the tolerant way, which also words the errors.
+    if let Some(value) = super::lenient::strictly(|| serde_json::from_slice(text)) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_slice(text);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();

@@ -10,8 +10,19 @@
 //! `serde_json::Value`: a repeated key keeps its last value, as it always
 //! has, and the value is moved rather than copied as serde's untagged
 //! buffering would.
+//!
+//! That detour costs: a batch of a hundred acknowledgements is a hundred
+//! maps built and taken apart again. So a body is first read [`strictly`]:
+//! each `T` straight from the bytes, failing on anything the tolerant read
+//! would treat specially (another type, a repeated key, an array for an
+//! object). Only a body that fails it is read again the tolerant way, so
+//! both reads give the same answer.
 
-use serde::de::Error as _;
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Number, Value};
 use storage::{AckStatus, PartitionId};
@@ -31,8 +42,33 @@ pub(super) enum Loose<T> {
     Invalid,
 }
 
+thread_local! {
+    /// Set while [`strictly`] reads: [`Loose`] and [`Object`] then read
+    /// their `T` straight from the input, and fail where they would
+    /// otherwise tolerate.
+    static STRICT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `read` (a synchronous parse) in strict mode; `None` when it failed
+/// there, for the caller to read the tolerant way.
+pub(super) fn strictly<T, E>(read: impl FnOnce() -> Result<T, E>) -> Option<T> {
+    /// Leaves strict mode however `read` ends.
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            STRICT.set(false);
+        }
+    }
+    STRICT.set(true);
+    let _leave = Leave;
+    read().ok()
+}
+
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Loose<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if STRICT.get() {
+            return Ok(Option::<T>::deserialize(deserializer)?.map_or(Self::Null, Self::Valid));
+        }
         Ok(match Value::deserialize(deserializer)? {
             Value::Null => Self::Null,
             value => T::deserialize(value).map_or(Self::Invalid, Self::Valid),
@@ -79,12 +115,32 @@ pub(super) struct Object<T>(pub T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if STRICT.get() {
+            return deserializer
+                .deserialize_map(ObjectVisitor(PhantomData))
+                .map(Object);
+        }
         match Value::deserialize(deserializer)? {
             object @ Value::Object(_) => {
                 T::deserialize(object).map(Object).map_err(D::Error::custom)
             }
             _ => Err(D::Error::custom("expected a JSON object")),
         }
+    }
+}
+
+/// Reads a `T` from a JSON object only (strict mode of [`Object`]).
+struct ObjectVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map))
     }
 }
 
@@ -215,6 +271,47 @@ mod tests {
             p.o,
             Loose::Valid(Object(Inner { a: Loose::Valid(2) }))
         ));
+    }
+
+    /// Whatever the strict read accepts, it reads as the tolerant read
+    /// does; what it refuses is what only the tolerant read handles.
+    #[test]
+    fn strict_reads_agree_with_tolerant_ones_or_refuse() {
+        let usual = [
+            r#"{}"#,
+            r#"{"s": "x", "o": {"a": 1}, "t": "y", "e": "z"}"#,
+            r#"{"s": null, "o": null, "t": null, "e": null}"#,
+            r#"{"s": "", "e": {"k": [1, "two"]}, "other": [1, {"x": 2}]}"#,
+            r#"{"o": {"a": null}, "e": 5}"#,
+            r#"null"#,
+        ];
+        let unusual = [
+            r#"{"s": 5}"#,
+            r#"{"s": "a", "s": "b"}"#,
+            r#"{"o": [1]}"#,
+            r#"{"o": {"a": "1"}}"#,
+            r#"{"o": {"a": 1, "a": 2}}"#,
+            r#"{"t": 7}"#,
+            r#"[1, 2]"#,
+            r#""text""#,
+        ];
+        let tolerant = |text: &str| {
+            let read: Loose<Object<Probe>> = serde_json::from_str(text).expect("reads");
+            format!("{read:?}")
+        };
+        let strict = |text: &str| {
+            strictly(|| serde_json::from_str::<Loose<Object<Probe>>>(text))
+                .map(|r| format!("{r:?}"))
+        };
+        for text in usual {
+            assert_eq!(strict(text), Some(tolerant(text)), "{text}");
+        }
+        for text in unusual {
+            assert_eq!(strict(text), None, "{text}");
+            tolerant(text);
+        }
+        // Strict mode ends with the read, failed or not.
+        assert!(!STRICT.get());
     }
 
     #[test]
