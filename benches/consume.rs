@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::{ack_completed, fresh_db, peak_rss_mib, Flags, Popped, PoppedMessage};
+use common::{ack_completed, cpu_seconds, fresh_db, peak_rss_mib, Flags, Popped, PoppedMessage};
 use support::Broker;
 
 struct Args {
@@ -127,6 +127,7 @@ async fn scenario(backend: &str, batch: usize, args: &Args) {
 
     let client = reqwest::Client::new();
     let consumed = Arc::new(AtomicUsize::new(0));
+    let broker_cpu = cpu_seconds(broker.child.id());
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..args.consumers {
@@ -164,14 +165,18 @@ async fn scenario(backend: &str, batch: usize, args: &Args) {
     }
     tasks.join_all().await;
     let elapsed = started.elapsed().as_secs_f64();
+    let broker_cpu = cpu_seconds(broker.child.id()) - broker_cpu;
     let done = consumed.load(Ordering::Relaxed);
     assert_eq!(done, total, "every preloaded message was consumed once");
+    // The broker's CPU per message is steadier than the rate on a shared
+    // machine, where the client's own work competes for the same cores.
     println!(
-        "{backend:8} batch {batch:5}{}, {} consumers, {} partitions: {done} messages popped and acked in {elapsed:6.2} s = {:8.0} msg/s, peak RSS {:5.1} MiB",
+        "{backend:8} batch {batch:5}{}, {} consumers, {} partitions: {done} messages popped and acked in {elapsed:6.2} s = {:8.0} msg/s, broker CPU {:5.2} µs/msg, peak RSS {:5.1} MiB",
         if args.framed { " framed" } else { "" },
         args.consumers,
         args.partitions,
         done as f64 / elapsed,
+        broker_cpu * 1e6 / done as f64,
         peak_rss_mib(broker.child.id()),
     );
     drop(broker);
