@@ -471,13 +471,12 @@ async fn resolve(
             }
         }
         next = next.max(end);
-        Ok(if end > hi {
+        let done = next >= hi || unresolved == 0;
+        Ok(match (done, end > hi) {
+            (false, _) => Visit::Next,
             // The next pop goes on inside this segment.
-            Visit::StopInside
-        } else if next >= hi || unresolved == 0 {
-            Visit::Stop
-        } else {
-            Visit::Next
+            (true, true) => Visit::StopInside,
+            (true, false) => Visit::Stop,
         })
     })
     .await

@@ -388,16 +388,13 @@ async fn deliver(
                 read.push((offset, created_at, record));
                 next = offset + 1;
             }
-            Ok(
-                if next < segment.end() && (read.len() >= room || next >= upper) {
-                    // The next pop goes on inside this segment.
-                    Visit::StopInside
-                } else if read.len() >= room || next >= upper {
-                    Visit::Stop
-                } else {
-                    Visit::Next
-                },
-            )
+            let done = read.len() >= room || next >= upper;
+            Ok(match (done, next < segment.end()) {
+                (false, _) => Visit::Next,
+                // The next pop goes on inside this segment.
+                (true, true) => Visit::StopInside,
+                (true, false) => Visit::Stop,
+            })
         })
         .await?;
         if next == from {

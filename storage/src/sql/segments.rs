@@ -321,7 +321,7 @@ fn take_from(
     if take == 0 && room.at_least_one {
         take = available.min(room.messages).min(1);
     }
-    let records = decode_segment_range(segment.format, segment.records.clone(), count, skip, take)?;
+    let records = segment.decode_range(skip, take)?;
     let taken = records.len();
     for (i, record) in records.into_iter().enumerate() {
         out.push(StoredMessage {
