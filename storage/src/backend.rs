@@ -117,6 +117,21 @@ impl Store {
     /// which fails instead of waiting.
     /// The wait for the connection is measured apart from the `BEGIN`.
     pub(crate) async fn begin_write(&self) -> Result<WriteTx> {
+        self.begin(true).await
+    }
+
+    /// Begins a write transaction whose commit need not wait for the disk:
+    /// on PostgreSQL its commit returns before the WAL is flushed (it is
+    /// visible to everyone at once; only a crash of the database itself may
+    /// lose it, and any later durable commit makes it durable too). For
+    /// writes whose loss is harmless, such as a pop's lease, which a crash
+    /// only ends early. SQLite, whose synchronous mode is the connection's,
+    /// commits it durably.
+    pub(crate) async fn begin_write_lazy(&self) -> Result<WriteTx> {
+        self.begin(false).await
+    }
+
+    async fn begin(&self, durable: bool) -> Result<WriteTx> {
         Ok(match self {
             Self::Sqlite(s) => {
                 let conn = timed_acquire(Pool::Writer, s.writer().acquire()).await?;
@@ -124,7 +139,9 @@ impl Store {
             }
             Self::Postgres(s) => {
                 let conn = timed_acquire(Pool::Postgres, s.pool().acquire()).await?;
-                Db::Postgres(sqlx::Transaction::begin(conn, None).await?)
+                // One round trip: the simple-query protocol runs both.
+                let begin = (!durable).then(|| "BEGIN; SET LOCAL synchronous_commit = off".into());
+                Db::Postgres(sqlx::Transaction::begin(conn, begin).await?)
             }
         })
     }
@@ -192,7 +209,7 @@ impl Store {
 
     /// Creates the missing lease rows of a group before a pop locks them.
     /// Only PostgreSQL needs them to exist, to skip rows another broker
-    /// has locked ([`Conn::try_lock_lease`]); SQLite's claim creates them.
+    /// has locked ([`crate::sql::consume::claim`]); SQLite's claim creates them.
     pub(crate) async fn create_lease_rows(
         &self,
         partition_ids: &[PartitionId],
@@ -247,38 +264,6 @@ impl WriteTx {
 }
 
 impl Conn<'_> {
-    /// Whether every write transaction is serialised with every other
-    /// (SQLite's single writer): then nothing read in the transaction can
-    /// change under it, and a read need not be repeated after taking a lock.
-    pub(crate) fn serialized(&self) -> bool {
-        matches!(self, Self::Sqlite(_))
-    }
-
-    /// Locks the lease row of (partition, group) if nobody else holds its
-    /// lock, without waiting; `false` when it is locked (or missing). On
-    /// PostgreSQL this is how a pop skips the partitions another broker is
-    /// working on; where writes are serialised it is always `true`.
-    pub(crate) async fn try_lock_lease(
-        &mut self,
-        partition_id: PartitionId,
-        group: &str,
-    ) -> Result<bool> {
-        match self {
-            Self::Sqlite(_) => Ok(true),
-            Self::Postgres(c) => {
-                let row: Option<i64> = sqlx::query_scalar(
-                    "SELECT partition_id FROM consumer_leases \
-                     WHERE partition_id = $1 AND consumer_group = $2 FOR UPDATE SKIP LOCKED",
-                )
-                .bind(partition_id)
-                .bind(group)
-                .fetch_optional(&mut **c)
-                .await?;
-                Ok(row.is_some())
-            }
-        }
-    }
-
     /// The clause that locks the rows a `SELECT` reads until the
     /// transaction ends: PostgreSQL's `FOR UPDATE`; nothing on SQLite, whose
     /// single writer (`BEGIN IMMEDIATE`) already serialises every write

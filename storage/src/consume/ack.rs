@@ -185,16 +185,13 @@ async fn partition(
     now: i64,
     results: &mut [AckResult],
 ) -> Result<Option<String>> {
-    let mut lease_row = None;
-    let mut read = consume::partition(tx, partition_id, group).await?;
-    if read.is_some() {
-        // The lease row is the (partition, group) lock; unless writes are
-        // serialised anyway, the cursor is read again once it is held.
-        lease_row = Some(consume::lock_lease(tx, partition_id, group).await?);
-        if !tx.serialized() {
-            read = consume::partition(tx, partition_id, group).await?;
-        }
-    }
+    // The lease row is the (partition, group) lock: the cursor is read
+    // once it is held, so no other pop or ack can have moved it since.
+    let lease_row = consume::lock_lease(tx, partition_id, group).await?;
+    let read = match lease_row {
+        Some(_) => consume::partition(tx, partition_id, group).await?,
+        None => None,
+    };
     let (Some((part, stored)), Some(mut lease)) = (read, lease_row) else {
         for &i in indexes {
             results[i].refusal = Some(AckRefusal::NoPartition(partition_id));
@@ -406,9 +403,7 @@ async fn partition(
         release = true;
     }
 
-    if next != cursor || stored.is_none() {
-        consume::save_cursor(tx, partition_id, group, next, now).await?;
-    }
+    let moved = (next != cursor || stored.is_none()).then_some(next);
     if release {
         lease = if rest_until > now {
             // Nobody holds it while it rests: no ack or extend can match it.
@@ -423,7 +418,7 @@ async fn partition(
                 ..lease
             }
         };
-        consume::save_lease(tx, partition_id, group, &lease).await?;
+        consume::save(tx, partition_id, group, Some(&lease), moved, now).await?;
         for (&i, verdict) in indexes.iter().zip(&verdicts) {
             if verdict.is_some() {
                 results[i].lease_released = true;
@@ -431,6 +426,7 @@ async fn partition(
         }
         return Ok(Some(part.queue));
     }
+    consume::save(tx, partition_id, group, None, moved, now).await?;
     Ok(None)
 }
 

@@ -94,7 +94,10 @@ impl ConsumeCommitter {
     }
 
     async fn call(&self, job: Job) -> Result<Done> {
-        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        // Pops and acks on tasks of their own where there are several, so
+        // that a group of pops is not made to wait for the disk by an ack.
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        let key = (turn << 1) | usize::from(matches!(job, Job::Ack { .. }));
         self.writers.call(key, job).await
     }
 }
@@ -124,7 +127,17 @@ impl Runner for Consumer {
             sealer: &self.sealer,
             tails: Some(&self.tails),
         };
-        let mut tx = self.store.begin_write().await?;
+        // A pop's lease is soft state: lost in a crash of the database, it
+        // only ends early and its messages are delivered again, as when it
+        // expires. Acks, and pops that commit at delivery, are durable.
+        let lazy = jobs
+            .iter()
+            .all(|job| matches!(job, Job::Pop(pop) if !pop.auto_ack));
+        let mut tx = if lazy {
+            self.store.begin_write_lazy().await?
+        } else {
+            self.store.begin_write().await?
+        };
         let mut done = Vec::with_capacity(jobs.len());
         for job in jobs {
             done.push(match job {

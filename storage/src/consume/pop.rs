@@ -283,9 +283,6 @@ pub(crate) async fn run(tx: &mut Conn<'_>, job: &PopJob, kept: Kept<'_>) -> Resu
             break;
         }
         let expires_at = job.now.saturating_add(job.lease_ms);
-        if !tx.try_lock_lease(partition_id, &job.group).await? {
-            continue; // another pop or ack is working on it right now
-        }
         let Some(lease) = consume::claim(
             tx,
             partition_id,
@@ -296,7 +293,7 @@ pub(crate) async fn run(tx: &mut Conn<'_>, job: &PopJob, kept: Kept<'_>) -> Resu
         )
         .await?
         else {
-            continue; // another consumer of the group holds it
+            continue; // another consumer of the group holds it, or is busy with it
         };
         let delivered = deliver(tx, job, kept, partition_id, lease, expires_at, budget).await?;
         if !delivered.is_empty() {
@@ -420,14 +417,12 @@ async fn deliver(
     let moved = stored.map(|c| c.committed_offset) != Some(cursor.committed_offset)
         || stored.map(|c| c.retry_count) != Some(cursor.retry_count);
     if taken.is_empty() {
-        if moved {
-            consume::save_cursor(tx, partition_id, &job.group, cursor, job.now).await?;
-        }
         let free = LeaseRow {
             expires_at: 0,
             ..lease
         };
-        consume::save_lease(tx, partition_id, &job.group, &free).await?;
+        let cursor = moved.then_some(cursor);
+        consume::save(tx, partition_id, &job.group, Some(&free), cursor, job.now).await?;
         return Ok(Vec::new());
     }
 
@@ -448,18 +443,17 @@ async fn deliver(
         delivered_to: lease.delivered_to.max(end),
         attempts: attempt,
     };
-    consume::save_lease(tx, partition_id, &job.group, &saved).await?;
     let retry_at_cursor = cursor.retry_count;
-    if job.auto_ack {
+    let cursor = if job.auto_ack {
         // Past the markers and aborted records read after the last one.
-        let committed = CursorRow {
+        Some(CursorRow {
             committed_offset: next,
             retry_count: 0,
-        };
-        consume::save_cursor(tx, partition_id, &job.group, committed, job.now).await?;
-    } else if moved {
-        consume::save_cursor(tx, partition_id, &job.group, cursor, job.now).await?;
-    }
+        })
+    } else {
+        moved.then_some(cursor)
+    };
+    consume::save(tx, partition_id, &job.group, Some(&saved), cursor, job.now).await?;
     let lease_id = if job.auto_ack {
         String::new()
     } else {

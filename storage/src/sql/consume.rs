@@ -1,11 +1,11 @@
 //! Consumption: the statements of pops and acks (leases, cursors) and what
 //! a pop asks before it claims. Each (partition, group) has a lease row and
 //! a cursor row; on PostgreSQL the lease row is the (partition, group) lock
-//! across brokers ([`Conn::try_lock_lease`]), on SQLite the single writer
-//! serialises every write.
+//! across brokers ([`claim`] skips the rows others have locked), on SQLite
+//! the single writer serialises every write.
 
 use super::catalog::LAST_STABLE;
-use crate::backend::{on_db, Conn, Store};
+use crate::backend::{on_db, Conn, Db, Store};
 use crate::consume::pop::CandidateFilter;
 use crate::consume::{CursorRow, LeaseExtension, LeaseRow, PartitionState, SubscriptionMode};
 use crate::error::{Result, StorageError};
@@ -35,8 +35,12 @@ struct PartitionCursorRow {
 }
 
 /// Claims the lease row of (partition, group) when it is free at `now`
-/// (missing, released or expired), locking it until commit. `None` when
-/// another lease is live.
+/// (released or expired), locking it until commit. `None` when another
+/// lease is live, or, on PostgreSQL, when another transaction (a pop or an
+/// ack here or on another broker) has the row locked: a pop skips such a
+/// partition instead of waiting on it. SQLite's single writer never finds
+/// a row locked, and creates it when missing; PostgreSQL's pop created the
+/// missing rows before ([`crate::backend::Store::create_lease_rows`]).
 pub(crate) async fn claim(
     conn: &mut Conn<'_>,
     partition_id: PartitionId,
@@ -45,13 +49,23 @@ pub(crate) async fn claim(
     expires_at: i64,
     now: i64,
 ) -> Result<Option<LeaseRow>> {
-    let sql = format!(
-        "INSERT INTO consumer_leases (partition_id, consumer_group, lease_id, expires_at, claimed_at) \
-         VALUES ($1, $2, $3, $4, $5) \
-         ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
-         lease_id = excluded.lease_id, expires_at = excluded.expires_at, claimed_at = excluded.claimed_at \
-         WHERE consumer_leases.expires_at <= $5 RETURNING {LEASE_COLUMNS}"
-    );
+    let sql = match conn {
+        Db::Sqlite(_) => format!(
+            "INSERT INTO consumer_leases (partition_id, consumer_group, lease_id, expires_at, claimed_at) \
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
+             lease_id = excluded.lease_id, expires_at = excluded.expires_at, claimed_at = excluded.claimed_at \
+             WHERE consumer_leases.expires_at <= $5 RETURNING {LEASE_COLUMNS}"
+        ),
+        Db::Postgres(_) => format!(
+            "WITH unlocked AS (SELECT partition_id, consumer_group FROM consumer_leases \
+             WHERE partition_id = $1 AND consumer_group = $2 FOR UPDATE SKIP LOCKED) \
+             UPDATE consumer_leases l SET lease_id = $3, expires_at = $4, claimed_at = $5 \
+             FROM unlocked WHERE l.partition_id = unlocked.partition_id \
+             AND l.consumer_group = unlocked.consumer_group AND l.expires_at <= $5 \
+             RETURNING {LEASE_COLUMNS}"
+        ),
+    };
     Ok(on_db!(conn, c => sqlx::query_as(&sql)
         .bind(partition_id)
         .bind(group)
@@ -62,47 +76,101 @@ pub(crate) async fn claim(
         .await?))
 }
 
-/// Locks the lease row of (partition, group), creating a free one if missing.
+/// Locks the lease row of (partition, group), creating a free one if
+/// missing. `None` when the partition does not exist.
 pub(crate) async fn lock_lease(
     conn: &mut Conn<'_>,
     partition_id: PartitionId,
     group: &str,
-) -> Result<LeaseRow> {
+) -> Result<Option<LeaseRow>> {
     let sql = format!(
-        "INSERT INTO consumer_leases (partition_id, consumer_group) VALUES ($1, $2) \
+        "INSERT INTO consumer_leases (partition_id, consumer_group) \
+         SELECT id, $2 FROM partitions WHERE id = $1 \
          ON CONFLICT (partition_id, consumer_group) DO UPDATE SET expires_at = consumer_leases.expires_at \
          RETURNING {LEASE_COLUMNS}"
     );
     Ok(on_db!(conn, c => sqlx::query_as(&sql)
         .bind(partition_id)
         .bind(group)
-        .fetch_one(&mut **c)
+        .fetch_optional(&mut **c)
         .await?))
 }
 
 /// Writes the lease row back.
-pub(crate) async fn save_lease(
+const SAVE_LEASE: &str = "UPDATE consumer_leases SET lease_id = $3, expires_at = $4, \
+     span_start = $5, span_end = $6, delivered_to = $7, attempts = $8 \
+     WHERE partition_id = $1 AND consumer_group = $2";
+
+/// Stores the group's position natively (Kafka metadata cleared), its
+/// offset, retry count and time in parameters `$n`, `$n+1` and `$n+2`.
+fn save_cursor_sql(n: usize) -> String {
+    format!(
+        "INSERT INTO consumer_cursors \
+         (partition_id, consumer_group, committed_offset, retry_count, created_at, updated_at) \
+         VALUES ($1, $2, ${n}, ${}, ${t}, ${t}) \
+         ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
+         committed_offset = excluded.committed_offset, retry_count = excluded.retry_count, \
+         metadata = NULL, leader_epoch = NULL, updated_at = excluded.updated_at",
+        n + 1,
+        t = n + 2
+    )
+}
+
+/// Writes back what a pop or an ack changed of (partition, group): the
+/// lease row, the cursor (stored natively at `now`), or both; on
+/// PostgreSQL both in one statement, to spare a round trip.
+pub(crate) async fn save(
     conn: &mut Conn<'_>,
     partition_id: PartitionId,
     group: &str,
-    lease: &LeaseRow,
+    lease: Option<&LeaseRow>,
+    cursor: Option<CursorRow>,
+    now: i64,
+) -> Result<()> {
+    let at = (partition_id, group, now);
+    match (&conn, lease, cursor) {
+        (_, None, None) => Ok(()),
+        (_, Some(_), None) => write(conn, SAVE_LEASE, at, lease, None).await,
+        (_, None, Some(_)) => write(conn, &save_cursor_sql(3), at, None, cursor).await,
+        (Db::Postgres(_), Some(_), Some(_)) => {
+            let sql = format!("WITH lease AS ({SAVE_LEASE}) {}", save_cursor_sql(9));
+            write(conn, &sql, at, lease, cursor).await
+        }
+        (Db::Sqlite(_), Some(_), Some(_)) => {
+            // SQLite has no writing CTE.
+            write(conn, SAVE_LEASE, at, lease, None).await?;
+            write(conn, &save_cursor_sql(3), at, None, cursor).await
+        }
+    }
+}
+
+/// Runs one of [`save`]'s statements: its parameters are (partition,
+/// group), then the lease's and the cursor's given.
+async fn write(
+    conn: &mut Conn<'_>,
+    sql: &str,
+    (partition_id, group, now): (PartitionId, &str, i64),
+    lease: Option<&LeaseRow>,
+    cursor: Option<CursorRow>,
 ) -> Result<()> {
     on_db!(conn, c => {
-        sqlx::query(
-            "UPDATE consumer_leases SET lease_id = $3, expires_at = $4, span_start = $5, \
-             span_end = $6, delivered_to = $7, attempts = $8 \
-             WHERE partition_id = $1 AND consumer_group = $2",
-        )
-        .bind(partition_id)
-        .bind(group)
-        .bind(lease.lease_id.as_deref())
-        .bind(lease.expires_at)
-        .bind(lease.span_start)
-        .bind(lease.span_end)
-        .bind(lease.delivered_to)
-        .bind(lease.attempts)
-        .execute(&mut **c)
-        .await?;
+        let mut query = sqlx::query(sql).bind(partition_id).bind(group);
+        if let Some(l) = lease {
+            query = query
+                .bind(l.lease_id.as_deref())
+                .bind(l.expires_at)
+                .bind(l.span_start)
+                .bind(l.span_end)
+                .bind(l.delivered_to)
+                .bind(l.attempts);
+        }
+        if let Some(cursor) = cursor {
+            query = query
+                .bind(cursor.committed_offset)
+                .bind(cursor.retry_count)
+                .bind(now);
+        }
+        query.execute(&mut **c).await?;
     });
     Ok(())
 }
@@ -141,34 +209,6 @@ pub(crate) async fn partition(
         Ok((state, cursor))
     })
     .transpose()
-}
-
-/// Stores the group's position natively (Kafka metadata cleared).
-pub(crate) async fn save_cursor(
-    conn: &mut Conn<'_>,
-    partition_id: PartitionId,
-    group: &str,
-    cursor: CursorRow,
-    now: i64,
-) -> Result<()> {
-    on_db!(conn, c => {
-        sqlx::query(
-            "INSERT INTO consumer_cursors \
-             (partition_id, consumer_group, committed_offset, retry_count, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $5) \
-             ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
-             committed_offset = excluded.committed_offset, retry_count = excluded.retry_count, \
-             metadata = NULL, leader_epoch = NULL, updated_at = excluded.updated_at",
-        )
-        .bind(partition_id)
-        .bind(group)
-        .bind(cursor.committed_offset)
-        .bind(cursor.retry_count)
-        .bind(now)
-        .execute(&mut **c)
-        .await?;
-    });
-    Ok(())
 }
 
 /// The first offset of the partition created at or after `at`.
