@@ -41,6 +41,11 @@ pub(crate) fn start(pool: &PgPool, wake: &Arc<Wake>, kicks: mpsc::Receiver<()>) 
     tokio::spawn(listen(pool.clone(), Arc::downgrade(wake)));
 }
 
+/// After a round, the next waits this long: announcements made meanwhile
+/// (a busy queue's every ack) go out together, in one `NOTIFY` round
+/// instead of one each, for a wake-up at most this much later.
+const ROUND_GAP: Duration = Duration::from_millis(5);
+
 /// Sends every queue announced since the last round in one statement.
 async fn announce(pool: PgPool, wake: Weak<Wake>, mut kicks: mpsc::Receiver<()>) {
     while kicks.recv().await.is_some() {
@@ -60,6 +65,7 @@ async fn announce(pool: PgPool, wake: Weak<Wake>, mut kicks: mpsc::Receiver<()>)
             // again (their timeout, or a lease expiry): slower, not wrong.
             tracing::warn!(error = %e, "could not announce new messages to other brokers");
         }
+        tokio::time::sleep(ROUND_GAP).await;
     }
 }
 
