@@ -99,7 +99,7 @@ pub struct Config {
     pub max_message_bytes: usize,
 
     /// Bytes of Kafka requests read and not yet answered, across connections.
-    #[arg(long, env = "QUEEN_MAX_KAFKA_IN_FLIGHT_BYTES", default_value_t = 32 * 1024 * 1024)]
+    #[arg(long, env = "QUEEN_MAX_KAFKA_IN_FLIGHT_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_kafka_in_flight_bytes: usize,
 
     /// How long an idle Kafka producer's sequence state is kept, in ms
