@@ -1,7 +1,9 @@
 //! Kafka throughput and latency with librdkafka against the release binary:
 //! 1,000,000 records of 100 bytes (acks=all, batches up to 1 MiB) to 1 and
 //! 8 partitions, produced then consumed, on SQLite and PostgreSQL; then the
-//! end-to-end latency (p50/p99) of a steady stream of 2,000 records/s; and
+//! end-to-end latency (p50/p99) of a steady stream of 2,000 records/s,
+//! produced with `linger.ms` 5 and 0, alone and beside a second producer
+//! sending to another topic as fast as it can; and
 //! on 8 partitions a consumer group of three librdkafka members subscribing
 //! together (each member's time from its subscribe to its first record,
 //! with the broker's default 3 s initial rebalance delay for the classic
@@ -29,6 +31,8 @@ mod support;
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{fresh_db, peak_rss_mib, Flags};
@@ -244,10 +248,39 @@ fn group_consume(
 
 const LATENCY_TOPIC: &str = "latency";
 
-fn latency(broker: &Broker, topic: &str) -> (Duration, Duration) {
+/// The topic the background load of a latency run goes to.
+const LOAD_TOPIC: &str = "load";
+
+/// A producer sending 100-byte records to [`LOAD_TOPIC`] as fast as the
+/// broker takes them, until `stop`; the thread answers how many it sent.
+fn background_load(broker: &Broker, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
+    let producer: ThreadedProducer<DefaultProducerContext> =
+        common::bulk_producer(&mut client(broker))
+            .create()
+            .expect("load producer");
+    std::thread::spawn(move || {
+        let mut sent = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let record = BaseRecord::<(), [u8]>::to(LOAD_TOPIC).payload(&[b'x'; 100][..]);
+            match producer.send(record) {
+                Ok(()) => sent += 1,
+                // The client's queue is full: the broker sets the pace.
+                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        producer
+            .flush(Duration::from_secs(60))
+            .expect("flush the load");
+        sent
+    })
+}
+
+/// End-to-end latency (p50, p99) of 2,000 records/s produced with
+/// `linger_ms` and consumed at once.
+fn latency(broker: &Broker, topic: &str, linger_ms: u32) -> (Duration, Duration) {
     let producer: ThreadedProducer<DefaultProducerContext> = client(broker)
         .set("acks", "all")
-        .set("linger.ms", "0")
+        .set("linger.ms", linger_ms.to_string())
         .create()
         .expect("producer");
     let consumer: BaseConsumer = client(broker)
@@ -373,8 +406,26 @@ async fn main() {
             .expect("bench thread");
             if partitions == 1 && !throughput_only {
                 let broker = tokio::task::spawn_blocking(move || {
-                    let (p50, p99) = latency(&broker, LATENCY_TOPIC);
-                    println!("{backend:8} end-to-end latency at 2,000 records/s: p50 {p50:?}, p99 {p99:?}");
+                    for loaded in [false, true] {
+                        for linger_ms in [5, 0] {
+                            let stop = Arc::new(AtomicBool::new(false));
+                            let load = loaded.then(|| background_load(&broker, stop.clone()));
+                            let started = Instant::now();
+                            let (p50, p99) = latency(&broker, LATENCY_TOPIC, linger_ms);
+                            stop.store(true, Ordering::Relaxed);
+                            let beside = match load {
+                                Some(load) => format!(
+                                    ", beside a producer at {:.0} rec/s to another topic",
+                                    load.join().expect("load thread") as f64
+                                        / started.elapsed().as_secs_f64()
+                                ),
+                                None => String::new(),
+                            };
+                            println!(
+                                "{backend:8} end-to-end latency at 2,000 records/s, linger.ms {linger_ms}: p50 {p50:?}, p99 {p99:?}{beside}"
+                            );
+                        }
+                    }
                     broker
                 })
                 .await

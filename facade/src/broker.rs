@@ -10,22 +10,13 @@ use storage::{
     Access, AclOperation, Authorizer, BrokerInfo, Engine, PartitionId, QueueInfo, QueueOptions,
     StorageError, TopicCreation,
 };
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
+use crate::budget::Budget;
 use crate::groups::Coordinator;
 use crate::produce_rules::{ProduceRules, RulesCache};
 use crate::FacadeConfig;
-
-/// The in-flight budget in KiB, as the semaphore counts it.
-fn config_kib(bytes: usize) -> usize {
-    bytes.div_ceil(1024).min(Semaphore::MAX_PERMITS)
-}
-
-#[cold]
-fn unreachable_closed() -> ! {
-    panic!("the in-flight semaphore is never closed")
-}
 
 /// How often a broker renews its registration.
 pub(crate) const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
@@ -52,9 +43,8 @@ pub struct Broker {
     /// The live brokers as last read, and when: coordinator checks run on
     /// every group request and need not each read the registry.
     live: Mutex<Option<(tokio::time::Instant, Vec<BrokerInfo>)>>,
-    /// KiB of request frames in flight, across connections.
-    in_flight: Arc<Semaphore>,
-    budget_kib: usize,
+    /// What requests in flight may hold, across connections.
+    budget: Budget,
     /// What a produce must meet per topic, read from its configs.
     produce_rules: RulesCache,
 }
@@ -74,7 +64,7 @@ impl Broker {
             .collect();
         engine.register_listeners(node_id, &endpoints).await?;
         let cluster_id = engine.cluster_id().await?;
-        let budget_kib = config_kib(config.max_in_flight_bytes.max(1024));
+        let budget = Budget::new(config.max_in_flight_bytes);
         let authorizer = Arc::new(Authorizer::new(
             engine.clone(),
             config.authorization.clone(),
@@ -87,8 +77,7 @@ impl Broker {
             node_id,
             cluster_id,
             live: Mutex::new(None),
-            in_flight: Arc::new(Semaphore::new(budget_kib)),
-            budget_kib,
+            budget,
             produce_rules: RulesCache::default(),
         })
     }
@@ -97,12 +86,7 @@ impl Broker {
     /// request larger than the whole budget waits for all of it); the permit
     /// returns the room when dropped.
     pub async fn request_budget(&self, bytes: usize) -> OwnedSemaphorePermit {
-        let kib = u32::try_from(bytes.div_ceil(1024).min(self.budget_kib)).unwrap_or(u32::MAX);
-        // The semaphore is never closed, so acquiring only waits.
-        match self.in_flight.clone().acquire_many_owned(kib).await {
-            Ok(permit) => permit,
-            Err(_) => unreachable_closed(),
-        }
+        self.budget.acquire(bytes).await
     }
 
     /// Waits until a fetch's answer of up to `bytes` (its records read and
@@ -110,7 +94,7 @@ impl Broker {
     /// the budget: the fetch already holds its request's share while it
     /// waits, so it must never need all of it.
     pub async fn answer_budget(&self, bytes: usize) -> OwnedSemaphorePermit {
-        self.request_budget(bytes.min(self.budget_kib / 4 * 1024))
+        self.request_budget(bytes.min(self.budget.largest() / 4))
             .await
     }
 

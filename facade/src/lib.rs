@@ -39,6 +39,7 @@
 pub mod auth;
 mod authorized;
 mod broker;
+mod budget;
 pub mod conn;
 mod error;
 mod groups;
