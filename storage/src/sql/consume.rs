@@ -107,11 +107,11 @@ fn save_cursor_sql(n: usize) -> String {
     format!(
         "INSERT INTO consumer_cursors \
          (partition_id, consumer_group, committed_offset, retry_count, created_at, updated_at) \
-         VALUES ($1, $2, ${n}, ${}, ${t}, ${t}) \
+         VALUES ($1, $2, ${n}, ${r}, ${t}, ${t}) \
          ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
          committed_offset = excluded.committed_offset, retry_count = excluded.retry_count, \
          metadata = NULL, leader_epoch = NULL, updated_at = excluded.updated_at",
-        n + 1,
+        r = n + 1,
         t = n + 2
     )
 }
