@@ -33,12 +33,12 @@ pub(crate) struct Budget {
 }
 
 impl Budget {
-    /// A budget of `bytes` (at least 1 MiB).
+    /// A budget of `bytes` (at least 1 KiB).
     pub(crate) fn new(bytes: usize) -> Self {
+        // In KiB, and no more than one acquisition can ask for (a u32).
         let total_kib = bytes
-            .max(1 << 20)
             .div_ceil(1024)
-            .min(Semaphore::MAX_PERMITS);
+            .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
         let reserve_kib = total_kib / RESERVE_DIVISOR;
         let shared_kib = total_kib - reserve_kib;
         Self {
@@ -58,6 +58,7 @@ impl Budget {
     /// Waits until `bytes` fit; the permit returns the room when dropped.
     pub(crate) async fn acquire(&self, bytes: usize) -> OwnedSemaphorePermit {
         let kib = bytes.div_ceil(1024).min(self.shared_kib);
+        // Never saturates: the budget fits in a u32 (see `new`).
         let kib32 = u32::try_from(kib).unwrap_or(u32::MAX);
         if kib <= self.small_kib {
             if let Ok(permit) = self.reserve.clone().try_acquire_many_owned(kib32) {
