@@ -15,9 +15,9 @@
 //! file (block allocation, fresh pages, a metadata sync) instead of
 //! overwriting frames already on disk. So each round copies what it can
 //! PASSIVE, then, if the WAL holds more than [`RESTART_FRAMES`], copies
-//! PASSIVE once more (what was appended during the first) and runs a
-//! RESTART checkpoint: it copies the few frames written meanwhile while
-//! holding off the writer, and makes the writer's next transaction start
+//! PASSIVE once more (what was appended during the first), syncs the
+//! database file, and runs a RESTART checkpoint: it copies the few frames
+//! written meanwhile while holding off the writer, and makes the writer's next transaction start
 //! the WAL again from the beginning. It first takes the writer pool's one
 //! connection, queueing fairly behind the transactions already waiting for
 //! it: a writer that starts its next transaction the moment the last one
@@ -26,6 +26,7 @@
 //! connection's short busy timeout ([`BUSY_TIMEOUT`]); when it gives up,
 //! appends go on and the next round tries again.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use sqlx::SqlitePool;
@@ -43,7 +44,8 @@ pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// Checkpoints on `pool` until the pool is closed, holding `writer` off
 /// during RESTARTs.
-pub(crate) fn spawn(pool: SqlitePool, writer: SqlitePool) {
+/// `file` is the database file, synced before a RESTART.
+pub(crate) fn spawn(pool: SqlitePool, writer: SqlitePool, file: PathBuf) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -52,7 +54,7 @@ pub(crate) fn spawn(pool: SqlitePool, writer: SqlitePool) {
             if pool.is_closed() || writer.is_closed() {
                 return;
             }
-            if let Err(e) = round(&pool, &writer, RESTART_FRAMES).await {
+            if let Err(e) = round(&pool, &writer, &file, RESTART_FRAMES).await {
                 if pool.is_closed() || writer.is_closed() {
                     return;
                 }
@@ -64,7 +66,12 @@ pub(crate) fn spawn(pool: SqlitePool, writer: SqlitePool) {
 
 /// One round: copy PASSIVE, then restart the WAL if it holds more than
 /// `restart_frames`.
-async fn round(pool: &SqlitePool, writer: &SqlitePool, restart_frames: i64) -> sqlx::Result<()> {
+async fn round(
+    pool: &SqlitePool,
+    writer: &SqlitePool,
+    file: &Path,
+    restart_frames: i64,
+) -> sqlx::Result<()> {
     let (_, wal_frames, _) = checkpoint(pool, "PASSIVE").await?;
     if wal_frames > restart_frames {
         // Once more without holding appends off: a PASSIVE over a large WAL
@@ -72,6 +79,10 @@ async fn round(pool: &SqlitePool, writer: &SqlitePool, restart_frames: i64) -> s
         // the database file) would otherwise be the RESTART's to do while
         // the writer waits (~50 ms each time, against ~2 ms after this).
         checkpoint(pool, "PASSIVE").await?;
+        // A PASSIVE that did not copy everything leaves the database file
+        // unsynced, and the RESTART's sync then flushes every page the
+        // passes copied while appends wait. Flushed first, outside the hold.
+        sync_file(file.to_owned()).await;
         let _writer_held = writer.acquire().await?;
         let held = std::time::Instant::now();
         let (busy, wal_frames, copied) = checkpoint(pool, "RESTART").await?;
@@ -91,6 +102,18 @@ async fn round(pool: &SqlitePool, writer: &SqlitePool, restart_frames: i64) -> s
         }
     }
     Ok(())
+}
+
+/// Flushes what was written to `file` to the disk; a failure (an in-memory
+/// database has no file) only leaves that work to the RESTART, so it is
+/// logged, not returned.
+async fn sync_file(file: PathBuf) {
+    let synced = tokio::task::spawn_blocking(move || std::fs::File::open(&file)?.sync_data()).await;
+    match synced {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "sqlite: database file not synced"),
+        Err(e) => tracing::debug!(error = %e, "sqlite: database file sync did not run"),
+    }
 }
 
 /// Runs one checkpoint; returns SQLite's (busy, frames in the WAL, frames copied).
@@ -124,14 +147,17 @@ mod tests {
             .expect("create");
         let done = Arc::new(AtomicBool::new(false));
         let checkpoints = {
-            let (pool, writer, done) = (
+            let (pool, writer, done, file) = (
                 store.checkpointer.clone(),
                 store.writer.clone(),
                 done.clone(),
+                path.clone(),
             );
             tokio::spawn(async move {
                 while !done.load(Ordering::Relaxed) {
-                    round(&pool, &writer, 256).await.expect("checkpoint round");
+                    round(&pool, &writer, &file, 256)
+                        .await
+                        .expect("checkpoint round");
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             })

@@ -58,7 +58,8 @@ impl SqliteStore {
                     .busy_timeout(checkpoint::BUSY_TIMEOUT),
             )
             .await?;
-        checkpoint::spawn(checkpointer.clone(), writer.clone());
+        let file = options.get_filename().to_owned();
+        checkpoint::spawn(checkpointer.clone(), writer.clone(), file);
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             // Every commit of the writer empties a reader's page cache (WAL
