@@ -17,8 +17,8 @@
 //! PASSIVE, then, if the WAL holds more than [`RESTART_FRAMES`], copies
 //! PASSIVE once more (what was appended during the first), syncs the
 //! database file, and runs a RESTART checkpoint: it copies the few frames
-//! written meanwhile while holding off the writer, and makes the writer's next transaction start
-//! the WAL again from the beginning. It first takes the writer pool's one
+//! written meanwhile while holding off the writer, and makes the writer's
+//! next transaction start the WAL again from the beginning. It first takes the writer pool's one
 //! connection, queueing fairly behind the transactions already waiting for
 //! it: a writer that starts its next transaction the moment the last one
 //! commits would otherwise win the write lock every time, and the WAL would
@@ -43,8 +43,7 @@ const RESTART_FRAMES: i64 = 16_384;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// Checkpoints on `pool` until the pool is closed, holding `writer` off
-/// during RESTARTs.
-/// `file` is the database file, synced before a RESTART.
+/// during RESTARTs; `file`, the database file, is synced before each.
 pub(crate) fn spawn(pool: SqlitePool, writer: SqlitePool, file: PathBuf) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);
