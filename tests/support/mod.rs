@@ -100,7 +100,12 @@ impl Broker {
             .args(["--http-addr", http, "--kafka-addr", kafka])
             .args(["--database-url", database_url])
             .args(extra)
-            .env("QUEEN_LOG", "warn")
+            // QUEEN_BENCH_LOG sets the broker's log filter (warnings
+            // otherwise) and copies its log to stderr, to see inside a run.
+            .env(
+                "QUEEN_LOG",
+                std::env::var("QUEEN_BENCH_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn queen");
@@ -110,6 +115,8 @@ impl Broker {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if line.starts_with("queen listening") {
                     let _ = tx.send(line);
+                } else if std::env::var_os("QUEEN_BENCH_LOG").is_some() {
+                    eprintln!("{line}");
                 }
             }
         });
