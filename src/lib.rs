@@ -192,7 +192,15 @@ pub async fn run(
         mirror.await?;
     }
     sampler.await?;
-    engine.close().await;
+    if tokio::time::timeout(CLOSE_GRACE, engine.close())
+        .await
+        .is_err()
+    {
+        // A connection still checked out would hold the close forever, and
+        // a broker that does not exit on SIGTERM is killed anyway; SQLite
+        // and PostgreSQL both roll back what an abandoned connection held.
+        tracing::warn!("shutting down: database connections still in use after {CLOSE_GRACE:?}; exiting without them");
+    }
     Ok(())
 }
 
@@ -237,6 +245,9 @@ fn keyring(config: &Config) -> anyhow::Result<Keyring> {
 /// The most expired KV rows one sweep step deletes: each step is one short
 /// transaction, so a large backlog never holds the writer for long.
 const KV_SWEEP_STEP: usize = 1_000;
+
+/// The longest a shutdown waits for the database connections to close.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The pause between sweeps once the backlog is cleared. Expired rows are
 /// invisible at once anyway; the sweep only reclaims their space.
