@@ -171,16 +171,44 @@ pub async fn run(
         },
     ));
     let mirror = mirror.map(|args| tokio::spawn(mirror::serve(engine.clone(), args, stop.clone())));
-    let txn_timeouts = tokio::spawn(abort_expired_transactions(engine.clone()));
-    let expiry = tokio::spawn(expire_producers(
-        engine.clone(),
-        config.producer_id_expiration_ms,
+    // Aborts Kafka transactions that outlived their timeout and fences their
+    // producers, as Kafka's `transaction.abort.timed.out.transaction.cleanup.interval.ms`
+    // (every second, so a timeout is kept within a second). Safe with
+    // several brokers: each abort re-checks the state under its row lock.
+    let txn_engine = engine.clone();
+    let txn_timeouts = tokio::spawn(upkeep(
+        "aborting expired transactions",
+        TXN_TIMEOUT_INTERVAL,
+        stop.clone(),
+        move || {
+            let engine = txn_engine.clone();
+            async move {
+                Ok(engine.abort_expired_transactions(TXN_TIMEOUT_STEP).await?
+                    >= TXN_TIMEOUT_STEP as u64)
+            }
+        },
+    ));
+    // Forgets idle Kafka producers' sequence state, a bounded batch at a
+    // time (one bounded delete, safe with several brokers).
+    let expiry_engine = engine.clone();
+    let idle_ms = config.producer_id_expiration_ms;
+    let expiry = tokio::spawn(upkeep(
+        "expiring producer state",
+        PRODUCER_EXPIRY_INTERVAL,
+        stop.clone(),
+        move || {
+            let engine = expiry_engine.clone();
+            async move {
+                Ok(engine
+                    .expire_producers(idle_ms, PRODUCER_EXPIRY_STEP)
+                    .await?
+                    >= PRODUCER_EXPIRY_STEP as u64)
+            }
+        },
     ));
 
     shutdown.await;
     tracing::info!("shutting down");
-    expiry.abort();
-    txn_timeouts.abort();
     stop.cancel();
     http_task.await??;
     kafka_task.await?;
@@ -188,6 +216,8 @@ pub async fn run(
     dedup.await?;
     retention.await?;
     compaction.await?;
+    txn_timeouts.await?;
+    expiry.await?;
     if let Some(mirror) = mirror {
         mirror.await?;
     }
@@ -246,6 +276,16 @@ fn keyring(config: &Config) -> anyhow::Result<Keyring> {
 /// transaction, so a large backlog never holds the writer for long.
 const KV_SWEEP_STEP: usize = 1_000;
 
+/// How often transactions past their timeout are looked for, and the most
+/// one step aborts.
+const TXN_TIMEOUT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+const TXN_TIMEOUT_STEP: i64 = 100;
+
+/// How often idle producers' sequence state is expired, and the most rows
+/// one step deletes.
+const PRODUCER_EXPIRY_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+const PRODUCER_EXPIRY_STEP: i64 = 10_000;
+
 /// The longest a shutdown waits for the database connections to close.
 const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -289,41 +329,6 @@ where
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(pause) => {}
-        }
-    }
-}
-
-/// Forgets idle Kafka producers' sequence state, a bounded batch at a time.
-/// Safe with several brokers: each step is one bounded delete.
-async fn expire_producers(engine: Engine, idle_ms: i64) {
-    const STEP: i64 = 10_000;
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
-    loop {
-        tick.tick().await;
-        loop {
-            match engine.expire_producers(idle_ms, STEP).await {
-                Ok(n) if n as i64 == STEP => continue,
-                Ok(_) => break,
-                Err(e) => {
-                    tracing::warn!(error = %e, "expiring producer state failed");
-                    break;
-                }
-            }
-        }
-    }
-}
-
-/// Aborts Kafka transactions that outlived their timeout and fences their
-/// producers, as Kafka's `transaction.abort.timed.out.transaction.cleanup.interval.ms`
-/// (here every second, so a timeout is kept within a second). Safe with
-/// several brokers: each abort re-checks the state under its row lock.
-async fn abort_expired_transactions(engine: Engine) {
-    const STEP: i64 = 100;
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
-    loop {
-        tick.tick().await;
-        if let Err(e) = engine.abort_expired_transactions(STEP).await {
-            tracing::warn!(error = %e, "aborting expired transactions failed");
         }
     }
 }

@@ -98,13 +98,20 @@ impl Broker {
             .await
     }
 
-    /// Keeps the registration alive until the task is dropped.
-    pub async fn heartbeat_forever(&self) {
+    /// Keeps the registration alive until `shutdown` resolves. A heartbeat
+    /// under way then finishes first: a write cut off at the wrong moment
+    /// can leave its connection inside a transaction.
+    pub async fn heartbeat_until(&self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
         let mut tick = tokio::time::interval(HEARTBEAT_INTERVAL);
         loop {
-            tick.tick().await;
-            if let Err(e) = self.engine.broker_heartbeat(self.node_id).await {
-                tracing::warn!(error = %e, "kafka: broker heartbeat failed");
+            tokio::select! {
+                () = &mut shutdown => return,
+                _ = tick.tick() => {
+                    if let Err(e) = self.engine.broker_heartbeat(self.node_id).await {
+                        tracing::warn!(error = %e, "kafka: broker heartbeat failed");
+                    }
+                }
             }
         }
     }

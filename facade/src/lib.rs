@@ -123,10 +123,6 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let slots = Arc::new(Semaphore::new(broker.config.max_connections));
-    let heartbeat = {
-        let broker = broker.clone();
-        tokio::spawn(async move { broker.heartbeat_forever().await })
-    };
     let group_timers = {
         let broker = broker.clone();
         tokio::spawn(async move { broker.groups.run_timers().await })
@@ -142,11 +138,10 @@ pub async fn serve(
             ))
         })
         .collect();
-    shutdown.await;
+    broker.heartbeat_until(shutdown).await;
     for task in accepting {
         task.abort();
     }
-    heartbeat.abort();
     group_timers.abort();
     broker.leave().await;
 }
