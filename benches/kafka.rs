@@ -22,7 +22,8 @@
 //! into a topic of its own) and reports the median, for a noisy machine.
 //! `--transaction-size N` produces with a `transactional.id`, N records per
 //! transaction (Kafka transactions); `--linger-ms N` sets the producer's
-//! `linger.ms` (20 otherwise); `--isolation read_committed` consumes
+//! `linger.ms` (20 otherwise); `--batch-bytes N` its `batch.size` (1 MiB
+//! otherwise); `--isolation read_committed` consumes
 //! at that isolation level; `--throughput-only true` skips the group and
 //! latency runs.
 
@@ -62,6 +63,8 @@ struct Mode {
     transaction_size: usize,
     /// The producer's `linger.ms`, when not the bulk default.
     linger_ms: Option<u32>,
+    /// The producer's `batch.size`, when not the bulk default (1 MiB).
+    batch_bytes: Option<u32>,
 }
 
 impl std::fmt::Display for Mode {
@@ -73,8 +76,11 @@ impl std::fmt::Display for Mode {
         if let Some(n) = self.max_in_flight {
             write!(f, ", max.in.flight {n}")?;
         }
-        match self.linger_ms {
-            Some(n) => write!(f, ", linger.ms {n}"),
+        if let Some(n) = self.linger_ms {
+            write!(f, ", linger.ms {n}")?;
+        }
+        match self.batch_bytes {
+            Some(n) => write!(f, ", batch.size {n}"),
             None => Ok(()),
         }
     }
@@ -93,6 +99,7 @@ fn args() -> Args {
             },
             transaction_size: flags.get("transaction-size", 0),
             linger_ms: Some(flags.get("linger-ms", u32::MAX)).filter(|&n| n != u32::MAX),
+            batch_bytes: Some(flags.get("batch-bytes", 0)).filter(|&n| n != 0),
         },
         repeat: flags.get("repeat", 1).max(1),
         partitions: match flags.get("partitions", 0) {
@@ -120,6 +127,9 @@ fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: 
     common::bulk_producer(&mut config);
     if let Some(n) = mode.linger_ms {
         config.set("linger.ms", n.to_string());
+    }
+    if let Some(n) = mode.batch_bytes {
+        config.set("batch.size", n.to_string());
     }
     let producer: ThreadedProducer<DefaultProducerContext> = config
         .set(
