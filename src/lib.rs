@@ -130,94 +130,77 @@ pub async fn run(
     ));
     let kafka_task = tokio::spawn(facade::serve(kafka, broker, stop.clone().cancelled_owned()));
 
-    let kv_engine = engine.clone();
-    let sweeper = tokio::spawn(upkeep(
-        "KV sweep",
-        KV_SWEEP_INTERVAL,
-        stop.clone(),
-        move || {
-            let engine = kv_engine.clone();
-            async move { Ok(engine.sweep_kv(KV_SWEEP_STEP).await? >= KV_SWEEP_STEP as u64) }
-        },
-    ));
-    let dedup_engine = engine.clone();
-    let dedup = tokio::spawn(upkeep(
-        "dedup upkeep",
-        DEDUP_UPKEEP_INTERVAL,
-        stop.clone(),
-        move || {
-            let engine = dedup_engine.clone();
-            async move { engine.maintain_dedup().await }
-        },
-    ));
-    let retention_engine = engine.clone();
-    let retention = tokio::spawn(upkeep(
-        "retention",
-        RETENTION_INTERVAL,
-        stop.clone(),
-        move || {
-            let engine = retention_engine.clone();
-            async move { engine.enforce_retention().await }
-        },
-    ));
-    let compaction_engine = engine.clone();
-    let compaction = tokio::spawn(upkeep(
-        "compaction",
-        COMPACTION_INTERVAL,
-        stop.clone(),
-        move || {
-            let engine = compaction_engine.clone();
-            async move { engine.enforce_compaction().await }
-        },
-    ));
-    let mirror = mirror.map(|args| tokio::spawn(mirror::serve(engine.clone(), args, stop.clone())));
-    // Aborts Kafka transactions that outlived their timeout and fences their
-    // producers, as Kafka's `transaction.abort.timed.out.transaction.cleanup.interval.ms`
-    // (every second, so a timeout is kept within a second). Safe with
-    // several brokers: each abort re-checks the state under its row lock.
-    let txn_engine = engine.clone();
-    let txn_timeouts = tokio::spawn(upkeep(
-        "aborting expired transactions",
-        TXN_TIMEOUT_INTERVAL,
-        stop.clone(),
-        move || {
-            let engine = txn_engine.clone();
-            async move {
+    let upkeeps = [
+        upkeep(
+            &engine,
+            "KV sweep",
+            KV_SWEEP_INTERVAL,
+            &stop,
+            |engine| async move { Ok(engine.sweep_kv(KV_SWEEP_STEP).await? >= KV_SWEEP_STEP as u64) },
+        ),
+        upkeep(
+            &engine,
+            "dedup upkeep",
+            DEDUP_UPKEEP_INTERVAL,
+            &stop,
+            |engine| async move { engine.maintain_dedup().await },
+        ),
+        upkeep(
+            &engine,
+            "retention",
+            RETENTION_INTERVAL,
+            &stop,
+            |engine| async move { engine.enforce_retention().await },
+        ),
+        upkeep(
+            &engine,
+            "compaction",
+            COMPACTION_INTERVAL,
+            &stop,
+            |engine| async move { engine.enforce_compaction().await },
+        ),
+        // Aborts Kafka transactions that outlived their timeout and fences
+        // their producers, as Kafka's
+        // `transaction.abort.timed.out.transaction.cleanup.interval.ms`. Safe
+        // with several brokers: each abort re-checks the state under its row lock.
+        upkeep(
+            &engine,
+            "aborting expired transactions",
+            TXN_TIMEOUT_INTERVAL,
+            &stop,
+            |engine| async move {
                 Ok(engine.abort_expired_transactions(TXN_TIMEOUT_STEP).await?
                     >= TXN_TIMEOUT_STEP as u64)
-            }
+            },
+        ),
+        // Forgets idle Kafka producers' sequence state (one bounded delete a
+        // step, safe with several brokers).
+        {
+            let idle_ms = config.producer_id_expiration_ms;
+            upkeep(
+                &engine,
+                "expiring producer state",
+                PRODUCER_EXPIRY_INTERVAL,
+                &stop,
+                move |engine| async move {
+                    Ok(engine
+                        .expire_producers(idle_ms, PRODUCER_EXPIRY_STEP)
+                        .await?
+                        >= PRODUCER_EXPIRY_STEP as u64)
+                },
+            )
         },
-    ));
-    // Forgets idle Kafka producers' sequence state, a bounded batch at a
-    // time (one bounded delete, safe with several brokers).
-    let expiry_engine = engine.clone();
-    let idle_ms = config.producer_id_expiration_ms;
-    let expiry = tokio::spawn(upkeep(
-        "expiring producer state",
-        PRODUCER_EXPIRY_INTERVAL,
-        stop.clone(),
-        move || {
-            let engine = expiry_engine.clone();
-            async move {
-                Ok(engine
-                    .expire_producers(idle_ms, PRODUCER_EXPIRY_STEP)
-                    .await?
-                    >= PRODUCER_EXPIRY_STEP as u64)
-            }
-        },
-    ));
+    ];
+    let mirror = mirror.map(|args| tokio::spawn(mirror::serve(engine.clone(), args, stop.clone())));
 
     shutdown.await;
     tracing::info!("shutting down");
     stop.cancel();
     http_task.await??;
     kafka_task.await?;
-    sweeper.await?;
-    dedup.await?;
-    retention.await?;
-    compaction.await?;
-    txn_timeouts.await?;
-    expiry.await?;
+    for task in upkeeps {
+        task.await?;
+    }
     if let Some(mirror) = mirror {
         mirror.await?;
     }
@@ -308,29 +291,39 @@ const RETENTION_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2
 /// live keys. A check reads a few sums per compacted partition.
 const COMPACTION_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// Runs the bounded background `step` until `stop`: again after a short
-/// breath (that lets other writers in) while it reports more work waiting,
-/// else after `idle`. Several brokers on one PostgreSQL database run their
-/// steps side by side.
-async fn upkeep<F, Fut>(what: &str, idle: std::time::Duration, stop: CancellationToken, mut step: F)
+/// Spawns the bounded background `step` on `engine` until `stop`: again
+/// after a short breath (that lets other writers in) while it reports more
+/// work waiting, else after `idle`. Several brokers on one PostgreSQL
+/// database run their steps side by side. A step is never cut off: `stop`
+/// is only heeded between steps.
+fn upkeep<F, Fut>(
+    engine: &Engine,
+    what: &'static str,
+    idle: std::time::Duration,
+    stop: &CancellationToken,
+    step: F,
+) -> tokio::task::JoinHandle<()>
 where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = storage::Result<bool>>,
+    F: Fn(Engine) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = storage::Result<bool>> + Send + 'static,
 {
-    loop {
-        let pause = match step().await {
-            Ok(true) => std::time::Duration::from_millis(10),
-            Ok(false) => idle,
-            Err(e) => {
-                tracing::warn!(error = %e, "{what} failed; trying again later");
-                idle
+    let (engine, stop) = (engine.clone(), stop.clone());
+    tokio::spawn(async move {
+        loop {
+            let pause = match step(engine.clone()).await {
+                Ok(true) => std::time::Duration::from_millis(10),
+                Ok(false) => idle,
+                Err(e) => {
+                    tracing::warn!(error = %e, "{what} failed; trying again later");
+                    idle
+                }
+            };
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(pause) => {}
             }
-        };
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(pause) => {}
         }
-    }
+    })
 }
 
 /// The Kafka address to advertise: the configured one, or the listener's.
