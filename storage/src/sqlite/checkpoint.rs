@@ -44,7 +44,8 @@ const RESTART_FRAMES: i64 = 16_384;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// Checkpoints on `pool` until the pool is closed, holding `writer` off
-/// during RESTARTs; `file`, the database file, is synced before each.
+/// during RESTARTs; `file`, the database file, is synced after each copy
+/// and before each RESTART.
 pub(crate) fn spawn(pool: SqlitePool, writer: SqlitePool, file: PathBuf) {
     tokio::spawn(async move {
         let mut seen = (0, 0);
