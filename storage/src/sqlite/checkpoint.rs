@@ -27,7 +27,8 @@
 //! connection's short busy timeout ([`BUSY_TIMEOUT`]); when it gives up,
 //! appends go on and the next round tries again.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::SqlitePool;
@@ -46,7 +47,7 @@ pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(100);
 /// Checkpoints on `pool` until the pool is closed, holding `writer` off
 /// during RESTARTs; `file`, the database file, is synced after each copy
 /// and before each RESTART.
-pub(crate) fn spawn(pool: SqlitePool, writer: SqlitePool, file: PathBuf) {
+pub(crate) fn spawn(pool: SqlitePool, writer: SqlitePool, file: DbFile) {
     tokio::spawn(async move {
         let mut seen = (0, 0);
         let mut tick = tokio::time::interval(EVERY);
@@ -72,7 +73,7 @@ pub(crate) fn spawn(pool: SqlitePool, writer: SqlitePool, file: PathBuf) {
 async fn round(
     pool: &SqlitePool,
     writer: &SqlitePool,
-    file: &Path,
+    file: &DbFile,
     restart_frames: i64,
     seen: &mut (i64, i64),
 ) -> sqlx::Result<()> {
@@ -83,7 +84,7 @@ async fn round(
     // commits that sync the WAL meanwhile waited 200-500 ms behind it.
     if (wal_frames, copied) != *seen {
         *seen = (wal_frames, copied);
-        sync_file(file.to_owned()).await;
+        sync_file(file).await;
     }
     if wal_frames > restart_frames {
         // Once more without holding appends off: a PASSIVE over a large WAL
@@ -94,7 +95,7 @@ async fn round(
         // A PASSIVE that did not copy everything leaves the database file
         // unsynced, and the RESTART's sync then flushes every page the
         // passes copied while appends wait. Flushed first, outside the hold.
-        sync_file(file.to_owned()).await;
+        sync_file(file).await;
         let _writer_held = writer.acquire().await?;
         let held = std::time::Instant::now();
         let (busy, wal_frames, copied) = checkpoint(pool, "RESTART").await?;
@@ -116,11 +117,36 @@ async fn round(
     Ok(())
 }
 
-/// Flushes what was written to `file` to the disk; a failure (an in-memory
-/// database has no file) only leaves that work to the RESTART, so it is
-/// logged, not returned.
-async fn sync_file(file: PathBuf) {
-    let synced = tokio::task::spawn_blocking(move || std::fs::File::open(&file)?.sync_data()).await;
+/// The database file, held open for the store's lifetime to sync it; `None`
+/// for an in-memory database.
+///
+/// Opened once and never closed while SQLite uses the file: closing any
+/// descriptor of a file drops every POSIX lock the process holds on it,
+/// SQLite's included. Another process (`queen user add`, a backup) then
+/// believes no one else has the database open, and when it closes its
+/// own connection it checkpoints and deletes the WAL under this broker's
+/// feet (seen as `disk I/O error`, code 522, when the file was opened
+/// anew for every sync).
+pub(crate) type DbFile = Option<Arc<std::fs::File>>;
+
+/// Opens the database file at `path` for [`DbFile`].
+pub(crate) fn open_db_file(path: &Path) -> DbFile {
+    match std::fs::File::open(path) {
+        Ok(file) => Some(Arc::new(file)),
+        Err(e) => {
+            tracing::debug!(error = %e, path = %path.display(), "sqlite: no database file to sync");
+            None
+        }
+    }
+}
+
+/// Flushes what was written to `file` to the disk; a failure only leaves
+/// that work to the RESTART, so it is logged, not returned.
+async fn sync_file(file: &DbFile) {
+    let Some(file) = file.clone() else {
+        return;
+    };
+    let synced = tokio::task::spawn_blocking(move || file.sync_data()).await;
     match synced {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::debug!(error = %e, "sqlite: database file not synced"),
@@ -138,7 +164,6 @@ async fn checkpoint(pool: &SqlitePool, mode: &str) -> sqlx::Result<(i64, i64, i6
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
 
     use super::*;
     use crate::sqlite::SqliteStore;
@@ -163,7 +188,7 @@ mod tests {
                 store.checkpointer.clone(),
                 store.writer.clone(),
                 done.clone(),
-                path.clone(),
+                open_db_file(&path),
             );
             tokio::spawn(async move {
                 let mut seen = (0, 0);

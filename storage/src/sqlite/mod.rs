@@ -39,6 +39,9 @@ pub(crate) struct SqliteStore {
     reader: SqlitePool,
     /// The connection WAL checkpoints run on ([`checkpoint`]).
     checkpointer: SqlitePool,
+    /// The database file, which the checkpoints sync; dropped with the
+    /// last clone of the store, after its connections are closed.
+    _file: checkpoint::DbFile,
 }
 
 impl SqliteStore {
@@ -79,8 +82,8 @@ impl SqliteStore {
                     .busy_timeout(checkpoint::BUSY_TIMEOUT),
             )
             .await?;
-        let file = options.get_filename().to_owned();
-        checkpoint::spawn(checkpointer.clone(), writer.clone(), file);
+        let file = checkpoint::open_db_file(options.get_filename());
+        checkpoint::spawn(checkpointer.clone(), writer.clone(), file.clone());
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             // Every commit of the writer empties a reader's page cache (WAL
@@ -92,6 +95,7 @@ impl SqliteStore {
             writer,
             reader,
             checkpointer,
+            _file: file,
         })
     }
 
