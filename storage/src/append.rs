@@ -299,7 +299,7 @@ pub(crate) async fn append(
         }
     }
     if !segments.is_empty() {
-        tx.write_appends(&segments, &hash_rows, &moved).await?;
+        tx.write_appends(segments, &hash_rows, &moved).await?;
     }
     if !producer_states.is_empty() {
         producer_states.dedup_by_key(|(p, id, _)| (*p, *id));

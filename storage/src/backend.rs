@@ -135,12 +135,20 @@ impl Store {
         Ok(match self {
             Self::Sqlite(s) => {
                 let conn = timed_acquire(Pool::Writer, s.writer().acquire()).await?;
-                Db::Sqlite(sqlx::Transaction::begin(conn, Some("BEGIN IMMEDIATE".into())).await?)
+                Db::Sqlite(
+                    sqlx::Transaction::begin(
+                        conn,
+                        Some(sqlx::SqlSafeStr::into_sql_str("BEGIN IMMEDIATE")),
+                    )
+                    .await?,
+                )
             }
             Self::Postgres(s) => {
                 let conn = timed_acquire(Pool::Postgres, s.pool().acquire()).await?;
                 // One round trip: the simple-query protocol runs both.
-                let begin = (!durable).then(|| "BEGIN; SET LOCAL synchronous_commit = off".into());
+                let begin = (!durable).then(|| {
+                    sqlx::SqlSafeStr::into_sql_str("BEGIN; SET LOCAL synchronous_commit = off")
+                });
                 Db::Postgres(sqlx::Transaction::begin(conn, begin).await?)
             }
         })
@@ -295,7 +303,7 @@ impl Conn<'_> {
     /// PostgreSQL, multi-row `VALUES` on SQLite.
     pub(crate) async fn write_appends(
         &mut self,
-        segments: &[NewSegment],
+        segments: Vec<NewSegment>,
         hashes: &[(PartitionId, HashRow)],
         heads: &[PartitionHead],
     ) -> Result<()> {
@@ -377,5 +385,93 @@ impl Conn<'_> {
                     .await?
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use sqlx::Connection;
+    use test_support::{Backend, TestDb};
+
+    use super::*;
+
+    /// Sessions of this database's connections that sit inside a
+    /// transaction nobody is running: what a `BEGIN` cancelled after the
+    /// server ran it leaves behind when nothing rolls it back. Polled for a
+    /// while, since a dropped transaction's `ROLLBACK` goes out when its
+    /// connection is returned to the pool, on a task of its own.
+    async fn sessions_left_in_a_transaction(url: &str) -> i64 {
+        let mut watcher = sqlx::PgConnection::connect(url).await.expect("watcher");
+        let mut left = 0;
+        for _ in 0..100 {
+            left = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'",
+            )
+            .fetch_one(&mut watcher)
+            .await
+            .expect("pg_stat_activity");
+            if left == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        left
+    }
+
+    /// A write whose future is dropped anywhere in its `BEGIN` (a request
+    /// its client gave up on, a task stopped at shutdown) leaves no pooled
+    /// connection inside a transaction. sqlx 0.8 could: the next borrower's
+    /// statements then ran inside it (PostgreSQL: holding its locks, and
+    /// after the first error failing every statement with 25P02; SQLite:
+    /// the single writer failing every `BEGIN`).
+    #[tokio::test]
+    async fn a_begin_cancelled_anywhere_leaves_no_connection_in_a_transaction() {
+        for backend in [Backend::Sqlite, Backend::Postgres] {
+            let db = TestDb::new(backend).await;
+            let store = Store::connect(&db.url).await.expect("connect");
+            // Deadlines from nothing to 0.3 ms land before, during and after
+            // the round trip of the BEGIN. (With sqlx 0.8.6 this left one
+            // PostgreSQL session in a transaction, and the SQLite writer
+            // stuck within 20 cancels.)
+            for i in 0..3000u64 {
+                let deadline = Duration::from_micros(i % 300);
+                let begin = async {
+                    if i % 2 == 0 {
+                        store.begin_write().await
+                    } else {
+                        store.begin_write_lazy().await
+                    }
+                };
+                let _ = tokio::time::timeout(deadline, begin).await;
+            }
+            let mut tx = tokio::time::timeout(Duration::from_secs(10), store.begin_write())
+                .await
+                .expect("a write begins after the cancelled ones")
+                .expect("begin");
+            for sql in [
+                "CREATE TABLE written (x BIGINT)",
+                "INSERT INTO written VALUES (1)",
+            ] {
+                on_db!(tx.conn(), c => sqlx::query(sql).execute(&mut *c).await.map(drop))
+                    .expect(sql);
+            }
+            tx.commit().await.expect("commit");
+            if backend == Backend::Postgres {
+                assert_eq!(
+                    sessions_left_in_a_transaction(&db.url).await,
+                    0,
+                    "{backend:?}"
+                );
+            }
+            let written: i64 = on_db!(store.reader(), pool => {
+                sqlx::query_scalar("SELECT count(*) FROM written").fetch_one(pool).await
+            })
+            .expect("read back");
+            assert_eq!(written, 1, "{backend:?}");
+            store.close().await;
+        }
     }
 }

@@ -157,7 +157,7 @@ impl Engine {
             tx.rollback().await?;
             return Ok(answers);
         }
-        conn.write_appends(&segments, &[], &heads).await?;
+        conn.write_appends(segments, &[], &heads).await?;
         tx.commit().await?;
         for w in changed {
             // The records have no sidecar rows: the window index is loaded

@@ -84,7 +84,7 @@ impl TestDb {
             .unwrap_or_else(|e| {
                 panic!("PostgreSQL is required at {admin} ({POSTGRES_URL_VAR}): {e}")
             });
-        sqlx::query(&format!("CREATE DATABASE {name}"))
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
             .execute(&mut conn)
             .await
             .unwrap_or_else(|e| panic!("cannot create test database {name} at {admin}: {e}"));
@@ -134,9 +134,11 @@ fn drop_postgres(admin: &str, name: &str) {
             runtime.block_on(async {
                 let drop_it = async {
                     let mut conn = sqlx::PgConnection::connect(&admin).await?;
-                    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                        .execute(&mut conn)
-                        .await?;
+                    sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                    )))
+                    .execute(&mut conn)
+                    .await?;
                     conn.close().await
                 };
                 match tokio::time::timeout(DROP_TIMEOUT, drop_it).await {

@@ -29,7 +29,7 @@ pub(crate) async fn lock_partitions(
 /// See [`crate::backend::Conn::write_appends`].
 pub(crate) async fn write(
     conn: &mut PgConnection,
-    segments: &[NewSegment],
+    segments: Vec<NewSegment>,
     hashes: &[(PartitionId, HashRow)],
     heads: &[PartitionHead],
 ) -> Result<()> {

@@ -341,12 +341,13 @@ impl Engine {
                 replaced += 1;
                 removed += records.len() - survivors.len();
             }
-            conn.write_appends(&runs, &[], &[]).await?;
+            let written = runs.len();
+            conn.write_appends(runs, &[], &[]).await?;
             tx.commit().await?;
             tracing::debug!(
                 partition_id = partition_id.get(),
                 replaced,
-                written = runs.len(),
+                written,
                 removed,
                 held_ms = held.elapsed().as_millis() as u64,
                 "compaction: segments rewritten"

@@ -146,7 +146,7 @@ async fn insert_queue(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
          ON CONFLICT (name) {conflict} RETURNING id"
     );
-    let id: Option<i64> = on_db!(conn, c => sqlx::query_scalar(&sql)
+    let id: Option<i64> = on_db!(conn, c => sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(name)
         .bind(&json)
         .bind(options.dedup_window_seconds)
@@ -200,7 +200,7 @@ pub(crate) async fn options_for_update(
         "SELECT id, options FROM queues WHERE name = $1 {}",
         conn.row_lock()
     );
-    let row: Option<OptionsRow> = on_db!(conn, c => sqlx::query_as(&sql)
+    let row: Option<OptionsRow> = on_db!(conn, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(name)
         .fetch_optional(&mut **c)
         .await?);
@@ -273,7 +273,7 @@ pub(crate) async fn ensure_partition(
     insert_queue(&mut conn, queue, options_if_new, now_ms, OnConflict::Keep).await?;
     // The queue row lock serialises the choice of the next Kafka index.
     let sql = format!("SELECT id FROM queues WHERE name = $1 {}", conn.row_lock());
-    let queue_id: i64 = on_db!(&mut conn, c => sqlx::query_scalar(&sql)
+    let queue_id: i64 = on_db!(&mut conn, c => sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(queue)
         .fetch_one(&mut **c)
         .await?);
@@ -324,7 +324,7 @@ pub(crate) async fn queue(store: &Store, name: &str) -> Result<Option<QueueInfo>
         .await?;
         let Some(row) = row else { return Ok(None) };
         let partitions: Vec<PartitionRow> =
-            sqlx::query_as(&format!("{PARTITION_COLUMNS} WHERE queue_id = $1 ORDER BY kafka_index"))
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("{PARTITION_COLUMNS} WHERE queue_id = $1 ORDER BY kafka_index")))
                 .bind(row.id)
                 .fetch_all(pool)
                 .await?;
@@ -365,8 +365,8 @@ async fn queues_where(store: &Store, condition: &str) -> Result<Vec<QueueInfo>> 
          ORDER BY p.queue_id, p.kafka_index"
     );
     let (rows, partitions): (Vec<QueueRow>, Vec<PartitionRow>) = on_db!(store.reader(), pool => (
-        sqlx::query_as(&queues).fetch_all(pool).await?,
-        sqlx::query_as(&partitions).fetch_all(pool).await?,
+        sqlx::query_as(sqlx::AssertSqlSafe(queues)).fetch_all(pool).await?,
+        sqlx::query_as(sqlx::AssertSqlSafe(partitions)).fetch_all(pool).await?,
     ));
     let mut by_queue: HashMap<i64, Vec<PartitionRow>> = HashMap::new();
     for p in partitions {
@@ -427,13 +427,15 @@ pub(crate) async fn bounds(
 ) -> Result<Option<LogBounds>> {
     // The stable offset comes in the same statement: every Fetch reads
     // the bounds, and most partitions never see a transaction.
-    Ok(on_db!(conn, c => sqlx::query_as(&format!(
+    Ok(
+        on_db!(conn, c => sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT log_start, next_offset, {LAST_STABLE} AS last_stable \
          FROM partitions p WHERE id = $1"
-    ))
+    )))
     .bind(partition_id)
     .fetch_optional(&mut **c)
-    .await?))
+    .await?),
+    )
 }
 
 /// Deletes the queue with its partitions, messages, positions, leases,
@@ -443,7 +445,7 @@ pub(crate) async fn delete_queue(store: &Store, name: &str) -> Result<bool> {
     let mut conn = tx.conn();
     let sql = format!("SELECT id FROM queues WHERE name = $1 {}", conn.row_lock());
     let deleted = on_db!(&mut conn, c => {
-        let queue_id: Option<i64> = sqlx::query_scalar(&sql)
+        let queue_id: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
             .bind(name)
             .fetch_optional(&mut **c)
             .await?;
@@ -462,10 +464,10 @@ pub(crate) async fn delete_queue(store: &Store, name: &str) -> Result<bool> {
                 "kafka_txn_partitions",
                 "kafka_txn_offsets",
             ] {
-                sqlx::query(&format!(
+                sqlx::query(sqlx::AssertSqlSafe(format!(
                     "DELETE FROM {table} WHERE partition_id IN \
                      (SELECT id FROM partitions WHERE queue_id = $1)"
-                ))
+                )))
                 .bind(queue_id)
                 .execute(&mut **c)
                 .await?;

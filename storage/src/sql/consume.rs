@@ -66,7 +66,7 @@ pub(crate) async fn claim(
              RETURNING {LEASE_COLUMNS}"
         ),
     };
-    Ok(on_db!(conn, c => sqlx::query_as(&sql)
+    Ok(on_db!(conn, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(partition_id)
         .bind(group)
         .bind(lease_id)
@@ -89,7 +89,7 @@ pub(crate) async fn lock_lease(
          ON CONFLICT (partition_id, consumer_group) DO UPDATE SET expires_at = consumer_leases.expires_at \
          RETURNING {LEASE_COLUMNS}"
     );
-    Ok(on_db!(conn, c => sqlx::query_as(&sql)
+    Ok(on_db!(conn, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(partition_id)
         .bind(group)
         .fetch_optional(&mut **c)
@@ -154,7 +154,7 @@ async fn write(
     cursor: Option<CursorRow>,
 ) -> Result<()> {
     on_db!(conn, c => {
-        let mut query = sqlx::query(sql).bind(partition_id).bind(group);
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(partition_id).bind(group);
         if let Some(l) = lease {
             query = query
                 .bind(l.lease_id.as_deref())
@@ -181,13 +181,13 @@ pub(crate) async fn partition(
     partition_id: PartitionId,
     group: &str,
 ) -> Result<Option<(PartitionState, Option<CursorRow>)>> {
-    let row: Option<PartitionCursorRow> = on_db!(conn, c => sqlx::query_as(&format!(
+    let row: Option<PartitionCursorRow> = on_db!(conn, c => sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT q.id AS queue_id, q.name AS queue, p.name AS partition, p.next_offset, \
          p.log_start, {LAST_STABLE} AS last_stable, q.options, c.committed_offset, c.retry_count \
          FROM partitions p JOIN queues q ON q.id = p.queue_id \
          LEFT JOIN consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $2 \
          WHERE p.id = $1"
-    ))
+    )))
     .bind(partition_id)
     .bind(group)
     .fetch_optional(&mut **c)
@@ -292,12 +292,12 @@ pub(crate) async fn register(
         .fetch_optional(&mut *c)
         .await?;
         if let (Some(_), Some(start)) = (inserted, start) {
-            sqlx::query(&format!(
+            sqlx::query(sqlx::AssertSqlSafe(format!(
                 "INSERT INTO consumer_cursors \
                  (partition_id, consumer_group, committed_offset, retry_count, created_at, updated_at) \
                  SELECT p.id, $2, {start}, 0, $3, $3 FROM partitions p WHERE p.queue_id = $1 \
                  ON CONFLICT DO NOTHING"
-            ))
+            )))
             .bind(queue_id)
             .bind(group)
             .bind(now)
@@ -348,7 +348,8 @@ pub(crate) async fn candidates(
         );
     }
     sql.push_str(" ORDER BY COALESCE(l.claimed_at, 0), p.id LIMIT $4");
-    Ok(on_db!(store.reader(), pool => sqlx::query_as(&sql)
+    Ok(
+        on_db!(store.reader(), pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(filter.queue_id)
         .bind(filter.group)
         .bind(filter.now)
@@ -357,7 +358,8 @@ pub(crate) async fn candidates(
         .bind(filter.quiet_since.unwrap_or(0))
         .bind(filter.visible_before.unwrap_or(0))
         .fetch_all(pool)
-        .await?))
+        .await?),
+    )
 }
 
 /// The earliest time a live lease of the group on a partition with pending
@@ -422,12 +424,14 @@ pub(crate) async fn partition_ref(
     store: &Store,
     partition_id: PartitionId,
 ) -> Result<Option<PartitionRef>> {
-    Ok(on_db!(store.reader(), pool => sqlx::query_as(&format!(
+    Ok(
+        on_db!(store.reader(), pool => sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT q.name AS queue, p.name AS partition, p.log_start, p.next_offset, \
          {LAST_STABLE} AS last_stable FROM partitions p \
          JOIN queues q ON q.id = p.queue_id WHERE p.id = $1"
-    ))
+    )))
     .bind(partition_id)
     .fetch_optional(pool)
-    .await?))
+    .await?),
+    )
 }

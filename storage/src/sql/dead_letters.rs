@@ -102,7 +102,7 @@ pub(crate) async fn page(
     let from = query.from_ms.unwrap_or(i64::MIN);
     let to = query.to_ms.unwrap_or(i64::MAX);
     Ok(on_db!(store.reader(), pool => {
-        let total: i64 = sqlx::query_scalar(&count)
+        let total: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count))
             .bind(&query.queue)
             .bind(group)
             .bind(partition)
@@ -110,7 +110,7 @@ pub(crate) async fn page(
             .bind(to)
             .fetch_one(pool)
             .await?;
-        let rows = sqlx::query_as(&list)
+        let rows = sqlx::query_as(sqlx::AssertSqlSafe(list))
             .bind(&query.queue)
             .bind(group)
             .bind(partition)
@@ -135,9 +135,11 @@ pub(crate) async fn of_message(
          JOIN queues q ON q.id = d.queue_id \
          WHERE d.partition_id = $1 AND d.transaction_id = $2 ORDER BY d.id"
     );
-    Ok(on_db!(store.reader(), pool => sqlx::query_as(&sql)
+    Ok(
+        on_db!(store.reader(), pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(partition_id)
         .bind(transaction_id.as_bytes())
         .fetch_all(pool)
-        .await?))
+        .await?),
+    )
 }

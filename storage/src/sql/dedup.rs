@@ -246,10 +246,12 @@ pub(crate) async fn lock_epoch(
         "SELECT dedup_epoch FROM partitions WHERE id = $1 {}",
         conn.row_lock()
     );
-    Ok(on_db!(conn, c => sqlx::query_scalar(&sql)
+    Ok(
+        on_db!(conn, c => sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(partition_id)
         .fetch_optional(&mut **c)
-        .await?))
+        .await?),
+    )
 }
 
 /// Marks the runs `ids` dead if every one of them is still live; returns

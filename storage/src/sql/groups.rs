@@ -98,7 +98,7 @@ pub(crate) async fn positions(
          {filter} ORDER BY c.consumer_group, q.name, p.kafka_index"
     );
     let rows: Vec<PositionRow> = on_db!(store.reader(), pool => {
-        let mut query = sqlx::query_as(&sql);
+        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
         for value in &values {
             query = query.bind(*value);
         }
@@ -143,14 +143,14 @@ pub(crate) async fn delete(
     let queue = queue.unwrap_or("");
     let mut tx = store.begin_write().await?;
     let deleted = on_db!(tx.conn(), c => {
-        sqlx::query(&format!("DELETE FROM consumer_leases WHERE consumer_group = $1 {scope}"))
+        sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM consumer_leases WHERE consumer_group = $1 {scope}")))
             .bind(group)
             .bind(queue)
             .execute(&mut *c)
             .await?;
-        let deleted = sqlx::query(&format!(
+        let deleted = sqlx::query(sqlx::AssertSqlSafe(format!(
             "DELETE FROM consumer_cursors WHERE consumer_group = $1 {scope}"
-        ))
+        )))
         .bind(group)
         .bind(queue)
         .execute(&mut *c)
@@ -205,14 +205,14 @@ pub(crate) async fn seek(
         .bind(group)
         .execute(&mut *c)
         .await?;
-        sqlx::query(&format!(
+        sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO consumer_cursors \
              (partition_id, consumer_group, committed_offset, retry_count, created_at, updated_at) \
              SELECT p.id, $2, {target}, 0, $3, $3 FROM partitions p WHERE p.queue_id = $1 \
              ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
              committed_offset = excluded.committed_offset, retry_count = 0, metadata = NULL, \
              leader_epoch = NULL, updated_at = excluded.updated_at"
-        ))
+        )))
         .bind(queue_id)
         .bind(group)
         .bind(now)

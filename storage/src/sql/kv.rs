@@ -106,7 +106,7 @@ pub(crate) async fn sweep(store: &Store, now: i64, limit: i64) -> Result<u64> {
          (SELECT ns, kv_key FROM kv WHERE expires_at <= $1 LIMIT $2 {})",
         conn.skip_locked()
     );
-    let done = on_db!(&mut conn, c => sqlx::query(&sql)
+    let done = on_db!(&mut conn, c => sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(now)
         .bind(limit)
         .execute(&mut **c)

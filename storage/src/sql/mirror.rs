@@ -155,7 +155,9 @@ const STATUS: &str = "SELECT m.topic, m.source, m.fenced, m.error, mp.kafka_inde
 /// The status rows of every mirrored topic, by topic and partition.
 pub(crate) async fn status(store: &Store) -> Result<Vec<StatusRow>> {
     let sql = format!("{STATUS} ORDER BY m.topic, mp.kafka_index");
-    Ok(on_db!(store.reader(), pool => sqlx::query_as(&sql).fetch_all(pool).await?))
+    Ok(
+        on_db!(store.reader(), pool => sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(pool).await?),
+    )
 }
 
 /// Fences `topic` in `conn`'s transaction if every reported partition has
@@ -168,8 +170,7 @@ pub(crate) async fn fence(
     now_ms: i64,
 ) -> Result<Vec<(i32, i64, i64)>> {
     let sql = format!("{STATUS} WHERE m.topic = $1 ORDER BY mp.kafka_index");
-    let rows: Vec<StatusRow> =
-        on_db!(conn, c => sqlx::query_as(&sql).bind(topic).fetch_all(&mut **c).await?);
+    let rows: Vec<StatusRow> = on_db!(conn, c => sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(topic).fetch_all(&mut **c).await?);
     let behind: Vec<(i32, i64, i64)> = rows
         .iter()
         .filter_map(|r| {

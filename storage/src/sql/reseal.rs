@@ -53,12 +53,14 @@ pub(crate) async fn heads(
              FROM dead_letters WHERE id > $2 AND CAST($1 AS BIGINT) = 0 ORDER BY id LIMIT $3"
         ),
     };
-    Ok(on_db!(store.reader(), pool => sqlx::query_as(&sql)
+    Ok(
+        on_db!(store.reader(), pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(after.0)
         .bind(after.1)
         .bind(limit)
         .fetch_all(pool)
-        .await?))
+        .await?),
+    )
 }
 
 /// The whole blob of the row at `key`, if it is still there.
@@ -103,7 +105,7 @@ pub(crate) async fn replace(
              AND substr(record, 1, {HEADER_LEN}) = $4"
         ),
     };
-    let done = on_db!(conn, c => sqlx::query(&sql)
+    let done = on_db!(conn, c => sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(blob)
         .bind(key.0)
         .bind(key.1)

@@ -137,7 +137,7 @@ async fn scan_pages(
     loop {
         let sql = if resume_at.is_some() { &next } else { &first };
         let (rows, stopped) = on_db!(conn, c => {
-            let mut stream = sqlx::query_as::<_, SegmentRow>(sql)
+            let mut stream = sqlx::query_as::<_, SegmentRow>(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(partition_id)
                 .bind(resume_at.unwrap_or(from))
                 .bind(page)
@@ -346,7 +346,7 @@ pub(crate) async fn at(
         "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 AND base_offset <= $2 \
          ORDER BY base_offset DESC LIMIT 1"
     );
-    let row: Option<SegmentRow> = on_db!(conn, c => sqlx::query_as(&sql)
+    let row: Option<SegmentRow> = on_db!(conn, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(partition_id)
         .bind(offset)
         .fetch_optional(&mut **c)
@@ -365,12 +365,14 @@ pub(crate) async fn before(
         "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 AND base_offset < $2 \
          ORDER BY base_offset DESC LIMIT $3"
     );
-    Ok(on_db!(store.reader(), pool => sqlx::query_as(&sql)
+    Ok(
+        on_db!(store.reader(), pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(partition_id)
         .bind(before)
         .bind(max_rows)
         .fetch_all(pool)
-        .await?))
+        .await?),
+    )
 }
 
 /// The first message stamped at or after `timestamp`.
@@ -386,7 +388,7 @@ pub(crate) async fn offset_for_timestamp(
         "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 AND max_timestamp >= $2 \
          ORDER BY base_offset LIMIT 1"
     );
-    let row: Option<SegmentRow> = on_db!(store.reader(), pool => sqlx::query_as(&sql)
+    let row: Option<SegmentRow> = on_db!(store.reader(), pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(partition_id)
         .bind(timestamp)
         .fetch_optional(pool)
@@ -405,7 +407,7 @@ pub(crate) async fn max_timestamp_offset(
         "SELECT {COLUMNS} FROM segments WHERE partition_id = $1 \
          ORDER BY max_timestamp DESC, base_offset LIMIT 1"
     );
-    let row: Option<SegmentRow> = on_db!(store.reader(), pool => sqlx::query_as(&sql)
+    let row: Option<SegmentRow> = on_db!(store.reader(), pool => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(partition_id)
         .fetch_optional(pool)
         .await?);

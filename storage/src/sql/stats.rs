@@ -119,7 +119,8 @@ pub(crate) async fn lag(db: Reader<'_>, per_partition: bool) -> Result<Vec<Group
              GROUP BY c.consumer_group, q.name ORDER BY c.consumer_group, q.name"
         )
     };
-    let rows: Vec<LagRow> = on_db!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await?);
+    let rows: Vec<LagRow> =
+        on_db!(db, pool => sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(pool).await?);
     Ok(rows
         .into_iter()
         .map(|r| GroupLag {

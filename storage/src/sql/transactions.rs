@@ -218,7 +218,7 @@ pub(crate) async fn clear(conn: &mut Conn<'_>, tid: &str) -> Result<()> {
         "kafka_txn_offsets",
     ] {
         let sql = format!("DELETE FROM {table} WHERE transactional_id = $1");
-        on_db!(conn, c => { sqlx::query(&sql).bind(tid.as_bytes()).execute(&mut **c).await?; });
+        on_db!(conn, c => { sqlx::query(sqlx::AssertSqlSafe(sql)).bind(tid.as_bytes()).execute(&mut **c).await?; });
     }
     Ok(())
 }

@@ -37,11 +37,15 @@ pub(crate) async fn lock_partitions(
 /// See [`crate::backend::Conn::write_appends`].
 pub(crate) async fn write(
     conn: &mut SqliteConnection,
-    segments: &[NewSegment],
+    segments: Vec<NewSegment>,
     hashes: &[(PartitionId, HashRow)],
     heads: &[PartitionHead],
 ) -> Result<()> {
-    for chunk in segments.chunks(MAX_PARAMS / 7) {
+    // Taken by value: a bound blob is moved into the statement, where a
+    // borrowed one would be copied (sqlx 0.9 owns every argument).
+    let mut segments = segments.into_iter().peekable();
+    while segments.peek().is_some() {
+        let chunk = segments.by_ref().take(MAX_PARAMS / 7);
         let mut q = QueryBuilder::<Sqlite>::new(
                 "INSERT INTO segments (partition_id, base_offset, record_count, created_at, max_timestamp, format, records) ",
             );
@@ -52,7 +56,7 @@ pub(crate) async fn write(
                 .push_bind(s.created_at)
                 .push_bind(s.max_timestamp)
                 .push_bind(crate::record::FORMAT_V1)
-                .push_bind(&s.records);
+                .push_bind(s.records);
         });
         q.build().execute(&mut *conn).await?;
     }

@@ -156,9 +156,11 @@ async fn sync_file(file: &DbFile) {
 
 /// Runs one checkpoint; returns SQLite's (busy, frames in the WAL, frames copied).
 async fn checkpoint(pool: &SqlitePool, mode: &str) -> sqlx::Result<(i64, i64, i64)> {
-    sqlx::query_as(&format!("PRAGMA wal_checkpoint({mode})"))
-        .fetch_one(pool)
-        .await
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "PRAGMA wal_checkpoint({mode})"
+    )))
+    .fetch_one(pool)
+    .await
 }
 
 #[cfg(test)]

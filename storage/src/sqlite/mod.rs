@@ -12,26 +12,6 @@ use sqlx::SqlitePool;
 
 use crate::error::Result;
 
-/// Whether `conn` is out of any transaction, as a connection handed out
-/// must be; one that is not is closed (which rolls its transaction back)
-/// and the pool opens another. sqlx 0.8 can leave one in: a `BEGIN
-/// IMMEDIATE` whose future is dropped after SQLite ran it but before sqlx
-/// checked it had begun (a request cancelled by its client, a task
-/// aborted at shutdown) creates no `Transaction` to roll it back, and the
-/// connection goes back to the pool holding the write lock; every later
-/// `BEGIN` on it then fails, and no other connection can write.
-fn not_in_transaction(conn: &mut sqlx::SqliteConnection) -> bool {
-    use sqlx::TransactionManager;
-    let depth = <sqlx::Sqlite as sqlx::Database>::TransactionManager::get_transaction_depth(conn);
-    if depth != 0 {
-        tracing::warn!(
-            depth,
-            "sqlite: a writer connection was left in a transaction; reopening it"
-        );
-    }
-    depth == 0
-}
-
 /// The SQLite store.
 #[derive(Debug, Clone)]
 pub(crate) struct SqliteStore {
@@ -69,7 +49,6 @@ impl SqliteStore {
             // An embedded connection does not go stale; pinging it before
             // every transaction only adds a round trip to its thread.
             .test_before_acquire(false)
-            .before_acquire(|conn, _| Box::pin(async move { Ok(not_in_transaction(conn)) }))
             .connect_with(options.clone().pragma("wal_autocheckpoint", "0"))
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
@@ -114,52 +93,5 @@ impl SqliteStore {
         self.writer.close().await;
         // Last: the last connection to close copies what is left of the WAL.
         self.checkpointer.close().await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use sqlx::TransactionManager;
-
-    use super::*;
-
-    /// A writer connection returned to the pool inside a transaction, as a
-    /// `BEGIN IMMEDIATE` cancelled at the wrong moment leaves it, is not
-    /// handed out again: the next write begins, commits and is read back,
-    /// and the store still closes.
-    #[tokio::test]
-    async fn a_writer_left_in_a_transaction_is_replaced() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let url = format!("sqlite://{}", dir.path().join("leak.db").display());
-        let store = SqliteStore::connect(&url).await.expect("open");
-        {
-            let mut conn = store.writer.acquire().await.expect("acquire");
-            <sqlx::Sqlite as sqlx::Database>::TransactionManager::begin(
-                &mut conn,
-                Some("BEGIN IMMEDIATE".into()),
-            )
-            .await
-            .expect("begin");
-        }
-        let mut tx = store
-            .writer()
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .expect("a write begins after the leak");
-        sqlx::query("CREATE TABLE written (x INTEGER)")
-            .execute(&mut *tx)
-            .await
-            .expect("create");
-        sqlx::query("INSERT INTO written VALUES (1)")
-            .execute(&mut *tx)
-            .await
-            .expect("insert");
-        tx.commit().await.expect("commit");
-        let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM written")
-            .fetch_one(store.reader())
-            .await
-            .expect("read back");
-        assert_eq!(rows, 1);
-        store.close().await;
     }
 }

@@ -65,13 +65,13 @@ impl Db {
         let rows = match self.db.backend() {
             Backend::Sqlite => {
                 let mut conn = sqlx::SqliteConnection::connect(&self.url).await;
-                sqlx::query_scalar(sql)
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                     .fetch_all(conn.as_mut().expect("raw connection"))
                     .await
             }
             Backend::Postgres => {
                 let mut conn = sqlx::PgConnection::connect(&self.url).await;
-                sqlx::query_scalar(sql)
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                     .fetch_all(conn.as_mut().expect("raw connection"))
                     .await
             }
@@ -95,13 +95,13 @@ impl Db {
         let answer = match self.db.backend() {
             Backend::Sqlite => {
                 let mut conn = sqlx::SqliteConnection::connect(&self.url).await;
-                sqlx::query_scalar(sql)
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                     .fetch_optional(conn.as_mut().expect("raw connection"))
                     .await
             }
             Backend::Postgres => {
                 let mut conn = sqlx::PgConnection::connect(&self.url).await;
-                sqlx::query_scalar(sql)
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                     .fetch_optional(conn.as_mut().expect("raw connection"))
                     .await
             }
