@@ -33,26 +33,44 @@ pub(super) fn parse_timestamp(text: &str) -> Option<i64> {
 
 /// Strips the insignificant whitespace out of valid JSON text, leaving
 /// strings untouched: the stored form of a payload is compact JSON.
+///
+/// Copies the runs between whitespace whole, and skips each string to its
+/// closing quote with `memchr`: pushing character by character took about
+/// 9 % of the broker's CPU under a push load, a byte-wise state machine
+/// still about 6 %. Every byte JSON gives meaning to is ASCII, and no byte
+/// of a multi-byte UTF-8 character is, so each cut falls on a character
+/// boundary.
 pub(super) fn compact_json(json: &str) -> String {
+    let bytes = json.as_bytes();
     let mut out = String::with_capacity(json.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in json.chars() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
+    let (mut at, mut run_start) = (0, 0);
+    while let Some(&byte) = bytes.get(at) {
+        if byte == b'"' {
+            at = past_string(bytes, at + 1);
+        } else {
+            if byte.is_ascii_whitespace() {
+                out.push_str(&json[run_start..at]);
+                run_start = at + 1;
             }
-        } else if !c.is_ascii_whitespace() {
-            in_string = c == '"';
-            out.push(c);
+            at += 1;
         }
     }
+    out.push_str(&json[run_start..]);
     out
+}
+
+/// Where the string whose text starts at `at` ends: just past its closing
+/// quote (the end of `bytes` if it has none).
+fn past_string(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(rest) = bytes.get(at..) {
+        match memchr::memchr2(b'"', b'\\', rest) {
+            Some(found) if rest[found] == b'"' => return at + found + 1,
+            // A backslash escapes the byte after it (a quote, too).
+            Some(found) => at += found + 2,
+            None => break,
+        }
+    }
+    bytes.len()
 }
 
 #[cfg(test)]
@@ -93,5 +111,24 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(pretty).expect("valid");
         let w: serde_json::Value = serde_json::from_str(&compact_json(pretty)).expect("valid");
         assert_eq!(v, w);
+    }
+
+    #[test]
+    fn compaction_cuts_only_between_characters() {
+        let pretty = "{\n  \"ключ\" : \"значение с пробелами\",\t\"emoji\": [ \"🦀 \\u00e9\" , \"\\\\\" ] }\r\n";
+        assert_eq!(
+            compact_json(pretty),
+            "{\"ключ\":\"значение с пробелами\",\"emoji\":[\"🦀 \\u00e9\",\"\\\\\"]}"
+        );
+        let v: serde_json::Value = serde_json::from_str(pretty).expect("valid");
+        let w: serde_json::Value = serde_json::from_str(&compact_json(pretty)).expect("valid");
+        assert_eq!(v, w);
+        let already = r#"{"a":1,"b":"c d"}"#;
+        assert_eq!(compact_json(already), already);
+        assert_eq!(compact_json(" 7 "), "7");
+        // Not valid JSON, but no panic either: an unclosed string, a
+        // trailing backslash.
+        assert_eq!(compact_json("[ \"a b"), "[\"a b");
+        assert_eq!(compact_json("[ \"a\\"), "[\"a\\");
     }
 }
