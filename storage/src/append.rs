@@ -12,11 +12,13 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use uuid::Uuid;
 
 use crate::backend::Conn;
 use crate::dedup::run::{self, Entry as RunEntry};
+use crate::dedup::tail::PreHashed;
 use crate::dedup::{DedupCache, HashRow, WindowIndex};
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
@@ -152,7 +154,8 @@ pub(crate) async fn append(
 
         // Ids stored by earlier jobs of this group: not committed yet, so
         // not in the index, but duplicates all the same.
-        let mut fresh: HashMap<String, (Uuid, i64)> = HashMap::new();
+        let mut fresh: HashMap<Txn, (Uuid, i64), BuildHasherDefault<PreHashed>> =
+            HashMap::default();
         let mut originals = Originals::default();
         // Each record's hash, computed once, by job (empty for the jobs of
         // other partitions, and without a window).
@@ -230,22 +233,23 @@ pub(crate) async fn append(
                 // Without a window nothing is a duplicate, and the (minted)
                 // transaction id is not even formatted.
                 if let Some(index) = &index {
-                    let txn = record.transaction_id();
+                    let id = record.transaction_id();
                     let hash = match job_hashes.get(j).and_then(|h| h.get(i)) {
                         Some(&hash) => hash,
                         // Not expected (every record of the partition is
                         // hashed above); `find` trusts only prefetched "no"s.
                         None => {
-                            let hash = txn_hash(&txn);
+                            let hash = txn_hash(&id);
                             originals.prefetch(tx, index, &[hash]).await?;
                             hash
                         }
                     };
+                    let txn = Txn { hash, id };
                     let original = match fresh.get(&txn) {
                         Some(&found) => Some(found),
                         None => {
                             originals
-                                .find(tx, sealer, head.id, index, since, &txn, hash)
+                                .find(tx, sealer, head.id, index, since, &txn.id, hash)
                                 .await?
                         }
                     };
@@ -382,6 +386,21 @@ async fn window_index(
     Ok(index)
 }
 
+/// A transaction id with its hash, as a key: hashed by the hash alone (a
+/// uniform 64-bit value, see [`PreHashed`]), so a lookup does not hash the
+/// id's text again; equal only with the same id.
+#[derive(PartialEq, Eq)]
+struct Txn {
+    hash: i64,
+    id: String,
+}
+
+impl Hash for Txn {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_i64(self.hash);
+    }
+}
+
 /// Looks up the stored originals of transaction ids, reading each segment
 /// and each run page once per group commit.
 #[derive(Default)]
@@ -391,7 +410,7 @@ struct Originals {
     /// The prefetched hashes some run's filter said "maybe" to: the only
     /// ones whose runs [`Self::find`] looks at (probing a large filter is a
     /// cache miss, so each is probed once per append, not twice).
-    maybe: HashSet<i64>,
+    maybe: HashSet<i64, BuildHasherDefault<PreHashed>>,
     /// The partition's first offset inside the window, once needed.
     window_start: Option<i64>,
 }

@@ -11,9 +11,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 use super::run::Entry;
 use super::HashRow;
 
-/// Hashes are already uniform 64-bit values, so the map uses them as they are.
+/// Hashes are already uniform 64-bit values, so a map keyed by one (or by
+/// a key that hashes as one) uses it as it is.
 #[derive(Debug, Default, Clone, Copy)]
-struct PreHashed(u64);
+pub(crate) struct PreHashed(u64);
 
 impl Hasher for PreHashed {
     fn finish(&self) -> u64 {
