@@ -455,19 +455,30 @@ fn fold(items: Vec<PushItem>) -> (Vec<Group>, Vec<(usize, usize, bool)>) {
     let mut group_of: HashMap<(String, String), usize> = HashMap::new();
     let mut leader_of: Vec<HashMap<String, usize>> = Vec::new();
     let mut slots = Vec::with_capacity(items.len());
+    let mut last = None;
     for item in items {
-        let g = *group_of
-            .entry((item.queue.clone(), item.partition.clone()))
-            .or_insert_with(|| {
-                groups.push(Group {
-                    queue: item.queue.clone(),
-                    partition: item.partition.clone(),
-                    records: Vec::new(),
-                    txns: Vec::new(),
-                });
-                leader_of.push(HashMap::new());
-                groups.len() - 1
-            });
+        // Items mostly come in runs for one partition: the last item's
+        // group is tried first, without copying and hashing its names.
+        let same = |g: &usize| {
+            let group: &Group = &groups[*g];
+            group.queue == item.queue && group.partition == item.partition
+        };
+        let g = match last.filter(same) {
+            Some(g) => g,
+            None => *group_of
+                .entry((item.queue.clone(), item.partition.clone()))
+                .or_insert_with(|| {
+                    groups.push(Group {
+                        queue: item.queue.clone(),
+                        partition: item.partition.clone(),
+                        records: Vec::new(),
+                        txns: Vec::new(),
+                    });
+                    leader_of.push(HashMap::new());
+                    groups.len() - 1
+                }),
+        };
+        last = Some(g);
         let txn = item.record.transaction_id();
         if let Some(&leader) = leader_of[g].get(&txn) {
             slots.push((g, leader, true));

@@ -151,6 +151,9 @@ pub(crate) async fn repeat_inside_a_request_is_stored_once(db: &Db) {
                 json_item(queue, "p", Some("b"), "2"),
                 json_item(queue, "p", Some("a"), "3"),
                 json_item(queue, "other", Some("a"), "4"),
+                // Back to partitions seen before, after another one.
+                json_item(queue, "p", Some("b"), "5"),
+                json_item(queue, "other", Some("a"), "6"),
             ])
             .await
             .expect("push");
@@ -158,11 +161,13 @@ pub(crate) async fn repeat_inside_a_request_is_stored_once(db: &Db) {
         use PushStatus::*;
         assert_eq!(
             statuses,
-            [Queued, Queued, Duplicate, Queued],
+            [Queued, Queued, Duplicate, Queued, Duplicate, Duplicate],
             "window {window}"
         );
         assert_eq!(out[2].message_id, out[0].message_id);
         assert_eq!(out[2].offset, out[0].offset);
+        assert_eq!(out[4].message_id, out[1].message_id);
+        assert_eq!(out[5].message_id, out[3].message_id);
         let stored = engine.read(queue, "p", 0, 10).await.expect("read");
         assert_eq!(stored.len(), 2);
         assert_eq!(
