@@ -12,14 +12,14 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::BuildHasherDefault;
 
 use uuid::Uuid;
 
 use crate::backend::Conn;
 use crate::dedup::run::{self, Entry as RunEntry};
 use crate::dedup::tail::PreHashed;
-use crate::dedup::{DedupCache, HashRow, WindowIndex};
+use crate::dedup::{DedupCache, HashRow, TxnKey, TxnMap, WindowIndex};
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
 use crate::model::PushStatus;
@@ -154,8 +154,7 @@ pub(crate) async fn append(
 
         // Ids stored by earlier jobs of this group: not committed yet, so
         // not in the index, but duplicates all the same.
-        let mut fresh: HashMap<Txn, (Uuid, i64), BuildHasherDefault<PreHashed>> =
-            HashMap::default();
+        let mut fresh: TxnMap<(Uuid, i64)> = TxnMap::default();
         let mut originals = Originals::default();
         // Each record's hash, computed once, by job (empty for the jobs of
         // other partitions, and without a window).
@@ -244,7 +243,7 @@ pub(crate) async fn append(
                             hash
                         }
                     };
-                    let txn = Txn { hash, id };
+                    let txn = TxnKey { hash, id };
                     let original = match fresh.get(&txn) {
                         Some(&found) => Some(found),
                         None => {
@@ -384,21 +383,6 @@ async fn window_index(
     let mut index = cache.take(head.id).unwrap_or_default();
     index.refresh(tx, head, since).await?;
     Ok(index)
-}
-
-/// A transaction id with its hash, as a key: hashed by the hash alone (a
-/// uniform 64-bit value, see [`PreHashed`]), so a lookup does not hash the
-/// id's text again; equal only with the same id.
-#[derive(PartialEq, Eq)]
-struct Txn {
-    hash: i64,
-    id: String,
-}
-
-impl Hash for Txn {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_i64(self.hash);
-    }
 }
 
 /// Looks up the stored originals of transaction ids, reading each segment

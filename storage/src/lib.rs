@@ -453,7 +453,7 @@ fn validate_push_item(item: &PushItem) -> Result<()> {
 fn fold(items: Vec<PushItem>) -> (Vec<Group>, Vec<(usize, usize, bool)>) {
     let mut groups: Vec<Group> = Vec::new();
     let mut group_of: HashMap<(String, String), usize> = HashMap::new();
-    let mut leader_of: Vec<HashMap<String, usize>> = Vec::new();
+    let mut leader_of: Vec<dedup::TxnMap<usize>> = Vec::new();
     let mut slots = Vec::with_capacity(items.len());
     let mut last = None;
     for item in items {
@@ -474,19 +474,22 @@ fn fold(items: Vec<PushItem>) -> (Vec<Group>, Vec<(usize, usize, bool)>) {
                         records: Vec::new(),
                         txns: Vec::new(),
                     });
-                    leader_of.push(HashMap::new());
+                    leader_of.push(dedup::TxnMap::default());
                     groups.len() - 1
                 }),
         };
         last = Some(g);
-        let txn = item.record.transaction_id();
+        let txn = dedup::TxnKey {
+            hash: item.record.txn_hash(),
+            id: item.record.transaction_id(),
+        };
         if let Some(&leader) = leader_of[g].get(&txn) {
             slots.push((g, leader, true));
         } else {
             let index = groups[g].records.len();
-            leader_of[g].insert(txn.clone(), index);
             groups[g].records.push(item.record);
-            groups[g].txns.push(txn);
+            groups[g].txns.push(txn.id.clone());
+            leader_of[g].insert(txn, index);
             slots.push((g, index, false));
         }
     }

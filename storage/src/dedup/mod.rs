@@ -33,6 +33,9 @@
 //!   partition's run filters and at most one tail's sidecar rows, never its
 //!   window's hashes.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
 mod bits;
 pub(crate) mod cache;
 pub(crate) mod filter;
@@ -82,6 +85,24 @@ pub(crate) struct HashRow {
 pub(crate) fn pack_i64s(values: &[i64]) -> Vec<u8> {
     values.iter().flat_map(|h| h.to_le_bytes()).collect()
 }
+
+/// A transaction id with its dedup hash, as a map key: hashed by the hash
+/// alone (already uniform, see [`tail::PreHashed`]), so a lookup does not
+/// hash the id's text again; equal only with the same id.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct TxnKey {
+    pub hash: i64,
+    pub id: String,
+}
+
+impl Hash for TxnKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_i64(self.hash);
+    }
+}
+
+/// A map keyed by transaction id, each hashed once.
+pub(crate) type TxnMap<V> = HashMap<TxnKey, V, BuildHasherDefault<tail::PreHashed>>;
 
 /// Unpacks [`pack_i64s`]; `None` if the length is not a multiple of 8.
 pub(crate) fn unpack_i64s(blob: &[u8]) -> Option<Vec<i64>> {
