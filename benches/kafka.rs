@@ -1,9 +1,10 @@
 //! Kafka throughput and latency with librdkafka against the release binary:
 //! 1,000,000 records of 100 bytes (acks=all, batches up to 1 MiB) to 1 and
 //! 8 partitions, produced then consumed, on SQLite and PostgreSQL; then the
-//! end-to-end latency (p50/p99) of a steady stream of 2,000 records/s,
-//! produced with `linger.ms` 5 and 0, alone and beside a second producer
-//! sending to another topic as fast as it can; and
+//! latency (p50/p99) of a steady stream of 2,000 records/s, end to end and
+//! to the producer's acknowledgement, produced with `linger.ms` 5 and 0,
+//! alone and beside a second producer sending to another topic as fast as
+//! it can; and
 //! on 8 partitions a consumer group of three librdkafka members subscribing
 //! together (each member's time from its subscribe to its first record,
 //! with the broker's default 3 s initial rebalance delay for the classic
@@ -285,13 +286,69 @@ fn background_load(broker: &Broker, stop: Arc<AtomicBool>) -> std::thread::JoinH
     })
 }
 
-/// End-to-end latency (p50, p99) of 2,000 records/s produced with
-/// `linger_ms` and consumed at once.
-fn latency(broker: &Broker, topic: &str, linger_ms: u32) -> (Duration, Duration) {
-    let producer: ThreadedProducer<DefaultProducerContext> = client(broker)
+/// The latencies of one run: end to end (produced to consumed) and to the
+/// producer's acknowledgement, as (p50, p99) each.
+struct Latency {
+    end_to_end: (Duration, Duration),
+    acked: (Duration, Duration),
+}
+
+/// Records, from the producer's delivery reports, how long each record
+/// took from its send (the microseconds since `epoch` in its payload) to
+/// its acknowledgement.
+struct Acks {
+    epoch: Instant,
+    took: Arc<std::sync::Mutex<Vec<Duration>>>,
+}
+
+impl rdkafka::ClientContext for Acks {}
+
+impl rdkafka::producer::ProducerContext for Acks {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &rdkafka::producer::DeliveryResult<'_>, _: ()) {
+        let Ok(message) = result else { return };
+        let sent = sent_us(message.payload());
+        if sent > 0 {
+            let now = self.epoch.elapsed().as_micros() as u64;
+            if let Ok(mut took) = self.took.lock() {
+                took.push(Duration::from_micros(now.saturating_sub(sent)));
+            }
+        }
+    }
+}
+
+/// The send time a latency record carries (0 for the warm-up record).
+fn sent_us(payload: Option<&[u8]>) -> u64 {
+    u64::from_be_bytes(
+        payload
+            .and_then(|p| p.try_into().ok())
+            .expect("an 8-byte payload"),
+    )
+}
+
+/// The (p50, p99) of `samples`.
+fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    assert!(!samples.is_empty(), "no latency samples");
+    samples.sort();
+    (
+        samples[samples.len() / 2],
+        samples[samples.len() * 99 / 100],
+    )
+}
+
+/// The latency of 2,000 records/s produced with `linger_ms` and consumed
+/// at once.
+fn latency(broker: &Broker, topic: &str, linger_ms: u32) -> Latency {
+    let epoch = Instant::now();
+    let took = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let producer: ThreadedProducer<Acks> = client(broker)
         .set("acks", "all")
         .set("linger.ms", linger_ms.to_string())
-        .create()
+        .create_with_context(Acks {
+            epoch,
+            took: took.clone(),
+        })
         .expect("producer");
     let consumer: BaseConsumer = client(broker)
         .set("group.id", "bench-latency")
@@ -322,8 +379,7 @@ fn latency(broker: &Broker, topic: &str, linger_ms: u32) -> (Duration, Duration)
             if let Some(wait) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
-            let sent_us = origin.elapsed().as_micros() as u64;
-            let payload = sent_us.to_be_bytes();
+            let payload = (epoch.elapsed().as_micros() as u64).to_be_bytes();
             let mut record = BaseRecord::<(), [u8]>::to(LATENCY_TOPIC)
                 .payload(&payload[..])
                 .partition(0);
@@ -340,14 +396,17 @@ fn latency(broker: &Broker, topic: &str, linger_ms: u32) -> (Duration, Duration)
             .poll(Duration::from_secs(10))
             .expect("latency stream stalled")
             .expect("message");
-        let sent = u64::from_be_bytes(m.payload().expect("payload").try_into().expect("8 bytes"));
+        let sent = sent_us(m.payload());
         latencies.push(Duration::from_micros(
-            origin.elapsed().as_micros() as u64 - sent,
+            (epoch.elapsed().as_micros() as u64).saturating_sub(sent),
         ));
     }
     sender.join().expect("sender");
-    latencies.sort();
-    (latencies[count / 2], latencies[count * 99 / 100])
+    let acked = std::mem::take(&mut *took.lock().expect("delivery reports"));
+    Latency {
+        end_to_end: percentiles(latencies),
+        acked: percentiles(acked),
+    }
 }
 
 #[tokio::main]
@@ -421,7 +480,10 @@ async fn main() {
                             let stop = Arc::new(AtomicBool::new(false));
                             let load = loaded.then(|| background_load(&broker, stop.clone()));
                             let started = Instant::now();
-                            let (p50, p99) = latency(&broker, LATENCY_TOPIC, linger_ms);
+                            let Latency {
+                                end_to_end: (p50, p99),
+                                acked: (ack50, ack99),
+                            } = latency(&broker, LATENCY_TOPIC, linger_ms);
                             stop.store(true, Ordering::Relaxed);
                             let beside = match load {
                                 Some(load) => format!(
@@ -432,7 +494,7 @@ async fn main() {
                                 None => String::new(),
                             };
                             println!(
-                                "{backend:8} end-to-end latency at 2,000 records/s, linger.ms {linger_ms}: p50 {p50:?}, p99 {p99:?}{beside}"
+                                "{backend:8} end-to-end latency at 2,000 records/s, linger.ms {linger_ms}: p50 {p50:?}, p99 {p99:?} (acknowledged: p50 {ack50:?}, p99 {ack99:?}){beside}"
                             );
                         }
                     }

@@ -53,12 +53,13 @@ pub enum ConnError {
 }
 
 /// Requests read ahead of their answers on one connection: enough for a
-/// producer that sends a record per request (`linger.ms=0`) to keep 2,000
-/// requests a second moving while another client's load makes commits
-/// take tens of milliseconds (with 16 such a stream fell behind for good,
-/// README, *Latency, alone and under load*). What they hold counts against
+/// producer that sends a record per request (`linger.ms=0`) to keep
+/// thousands of requests a second moving while another client's load makes
+/// each commit take tens of milliseconds. At most this many of them share a
+/// group commit, so with 16, then 64, such a stream fell behind for good
+/// (README, *Latency, alone and under load*). What they hold counts against
 /// the in-flight budget, not against the connection.
-const IN_FLIGHT: usize = 64;
+const IN_FLIGHT: usize = 1024;
 
 /// What a request holds while in flight, per byte of its frame: the frame,
 /// and for a produce its decoded records and their stored encoding until

@@ -5,8 +5,17 @@
 //! [`Runner`] that runs them in one transaction and commits it, and answer
 //! every job. When the shared transaction fails, each job is tried alone,
 //! so that one bad job cannot fail its neighbours. The caller picks the
-//! task of each job (jobs sent to one task keep their order).
+//! task of each job by its key; jobs of one key keep their order.
+//!
+//! A task serves its keys in turn, not first come first served, and light
+//! jobs ahead of heavy ones (see `Backlog::group`): a latency-bound
+//! producer's few records wait for the group being committed, then commit
+//! in a small group of their own, instead of behind (or together with) the
+//! megabyte batches a bulk producer queued before them on another
+//! partition. On SQLite, whose one writer commits a bulk batch in tens of
+//! milliseconds, that is most of a small append's latency under load.
 
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -44,6 +53,7 @@ pub(crate) trait Runner: Send + Sync + 'static {
 }
 
 struct Pending<R: Runner> {
+    key: usize,
     job: R::Job,
     reply: oneshot::Sender<Result<R::Outcome>>,
 }
@@ -91,7 +101,7 @@ impl<R: Runner> GroupCommit<R> {
     pub(crate) async fn submit(&self, key: usize, job: R::Job) -> Result<Answer<R::Outcome>> {
         let (reply, answer) = oneshot::channel();
         self.tasks[key % self.tasks.len()]
-            .send(Pending { job, reply })
+            .send(Pending { key, job, reply })
             .await
             .map_err(|_| StorageError::ShuttingDown)?;
         Ok(answer)
@@ -106,21 +116,126 @@ impl<R: Runner> GroupCommit<R> {
     }
 }
 
-/// One writer task: takes every waiting job, up to the group's weight.
-async fn write<R: Runner>(runner: Arc<R>, mut rx: mpsc::Receiver<Pending<R>>) {
-    while let Some(first) = rx.recv().await {
-        let mut weight = R::weight(&first.job);
-        let mut group = vec![first];
-        while weight < R::MAX_GROUP_WEIGHT {
+/// A job weighing at most this is light; it is also what one key adds to
+/// a group in one turn (at least one job, then more while its share of the
+/// turn weighs less).
+const LIGHT_WEIGHT: usize = 1024;
+
+/// Jobs a task has taken off its channel and not yet grouped, by key.
+struct Backlog<R: Runner> {
+    /// Each key's waiting jobs, in order.
+    jobs: HashMap<usize, VecDeque<Pending<R>>>,
+    /// The keys with waiting jobs, in the order they are served.
+    turns: VecDeque<usize>,
+    len: usize,
+    /// Whether the last group was of light jobs only: the next one is not,
+    /// so heavy jobs are never put off twice in a row.
+    light_last: bool,
+}
+
+impl<R: Runner> Backlog<R> {
+    /// The most jobs taken off the channel ahead of their group: as many
+    /// again as the channel holds.
+    const MAX_JOBS: usize = 1024;
+
+    fn new() -> Self {
+        Self {
+            jobs: HashMap::new(),
+            turns: VecDeque::new(),
+            len: 0,
+            light_last: false,
+        }
+    }
+
+    fn push(&mut self, pending: Pending<R>) {
+        let key = pending.key;
+        let queue = self.jobs.entry(key).or_default();
+        if queue.is_empty() {
+            self.turns.push_back(key);
+        }
+        queue.push_back(pending);
+        self.len += 1;
+    }
+
+    /// Takes whatever the channel holds, up to [`Self::MAX_JOBS`].
+    fn fill(&mut self, rx: &mut mpsc::Receiver<Pending<R>>) {
+        while self.len < Self::MAX_JOBS {
             match rx.try_recv() {
-                Ok(next) => {
-                    weight += R::weight(&next.job);
-                    group.push(next);
-                }
+                Ok(pending) => self.push(pending),
                 Err(_) => break,
             }
         }
-        commit_group(&*runner, group).await;
+    }
+
+    /// The next group. While light and heavy jobs both wait, every other
+    /// group takes only the light jobs at the heads of their keys, so that
+    /// they commit right after the group being committed and not in one
+    /// that a heavy job makes long. Otherwise each key in turn adds up to
+    /// [`LIGHT_WEIGHT`], until the group weighs [`Runner::MAX_GROUP_WEIGHT`]
+    /// or nothing waits.
+    fn group(&mut self) -> Vec<Pending<R>> {
+        let heads = || self.jobs.values().filter_map(|q| q.front());
+        let light_only = !self.light_last
+            && heads().any(|p| is_light::<R>(p))
+            && heads().any(|p| !is_light::<R>(p));
+        self.light_last = light_only;
+        let mut group = Vec::new();
+        let mut weight = 0;
+        // A group of light jobs passes over the keys once.
+        let mut turns_left = if light_only {
+            self.turns.len()
+        } else {
+            usize::MAX
+        };
+        while weight < R::MAX_GROUP_WEIGHT && turns_left > 0 {
+            turns_left -= 1;
+            let Some(key) = self.turns.pop_front() else {
+                break;
+            };
+            let Some(queue) = self.jobs.get_mut(&key) else {
+                continue;
+            };
+            let mut turn = 0;
+            while light_only || turn < LIGHT_WEIGHT {
+                let next = queue.front().filter(|p| !light_only || is_light::<R>(p));
+                if next.is_none() || weight + turn >= R::MAX_GROUP_WEIGHT && turn > 0 {
+                    break;
+                }
+                let Some(pending) = queue.pop_front() else {
+                    break;
+                };
+                self.len -= 1;
+                turn += R::weight(&pending.job);
+                group.push(pending);
+            }
+            weight += turn;
+            if queue.is_empty() {
+                self.jobs.remove(&key);
+            } else {
+                self.turns.push_back(key);
+            }
+        }
+        group
+    }
+}
+
+fn is_light<R: Runner>(pending: &Pending<R>) -> bool {
+    R::weight(&pending.job) <= LIGHT_WEIGHT
+}
+
+/// One writer task: groups the waiting jobs (see the module doc) and
+/// commits each group.
+async fn write<R: Runner>(runner: Arc<R>, mut rx: mpsc::Receiver<Pending<R>>) {
+    let mut backlog = Backlog::<R>::new();
+    loop {
+        if backlog.len == 0 {
+            match rx.recv().await {
+                Some(first) => backlog.push(first),
+                None => return,
+            }
+        }
+        backlog.fill(&mut rx);
+        commit_group(&*runner, backlog.group()).await;
     }
 }
 
@@ -151,6 +266,104 @@ async fn commit_group<R: Runner>(runner: &R, group: Vec<Pending<R>>) {
                     .map_err(R::failure);
                 let _ = reply.send(result);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Jobs that are their own weight.
+    struct Weights;
+
+    impl Runner for Weights {
+        type Job = usize;
+        type Outcome = ();
+        const MAX_GROUP_WEIGHT: usize = 50_000;
+
+        fn weight(job: &usize) -> usize {
+            *job
+        }
+
+        async fn run(&self, jobs: &[usize]) -> Result<Vec<()>> {
+            Ok(vec![(); jobs.len()])
+        }
+    }
+
+    /// A backlog of (key, weight) jobs, queued in that order.
+    fn backlog(jobs: &[(usize, usize)]) -> Backlog<Weights> {
+        let mut backlog = Backlog::new();
+        for &(key, job) in jobs {
+            let (reply, _) = oneshot::channel();
+            backlog.push(Pending { key, job, reply });
+        }
+        backlog
+    }
+
+    fn take(backlog: &mut Backlog<Weights>) -> Vec<(usize, usize)> {
+        backlog
+            .group()
+            .into_iter()
+            .map(|p| (p.key, p.job))
+            .collect()
+    }
+
+    #[test]
+    fn light_jobs_commit_apart_from_heavy_ones_queued_before_them() {
+        let mut b = backlog(&[(1, 20_000), (1, 20_000), (2, 3), (1, 20_000), (2, 5)]);
+        assert_eq!(take(&mut b), [(2, 3), (2, 5)]);
+        // Heavy jobs are never put off twice in a row.
+        b.push(Pending {
+            key: 2,
+            job: 7,
+            reply: oneshot::channel().0,
+        });
+        assert_eq!(
+            take(&mut b),
+            [(1, 20_000), (2, 7), (1, 20_000), (1, 20_000)]
+        );
+        assert!(take(&mut b).is_empty());
+    }
+
+    #[test]
+    fn a_key_keeps_its_order_and_a_light_job_behind_a_heavy_one_waits_for_it() {
+        let mut b = backlog(&[(1, 20_000), (1, 3), (2, 4)]);
+        assert_eq!(take(&mut b), [(2, 4)]);
+        assert_eq!(take(&mut b), [(1, 20_000), (1, 3)]);
+    }
+
+    #[test]
+    fn light_jobs_alone_share_one_group_up_to_the_weight() {
+        let jobs: Vec<(usize, usize)> = (0..120).map(|i| (i % 3, 1_000)).collect();
+        let mut b = backlog(&jobs);
+        let first = take(&mut b);
+        let weight: usize = first.iter().map(|&(_, w)| w).sum();
+        assert_eq!(weight, 50_000, "a full group, not one key's turn");
+        assert_eq!(take(&mut b).len(), 50);
+        assert_eq!(take(&mut b).len(), 20);
+    }
+
+    #[test]
+    fn every_job_is_grouped_once_in_its_keys_order() {
+        // Weights cycling through light and heavy, on five keys.
+        let jobs: Vec<(usize, usize)> = (0..500)
+            .map(|i| (i * 7 % 5, [1, 900, 5_000, 30_000, 40][i % 5] + i))
+            .collect();
+        let mut b = backlog(&jobs);
+        let mut seen = Vec::new();
+        loop {
+            let group = take(&mut b);
+            if group.is_empty() {
+                break;
+            }
+            seen.extend(group);
+        }
+        assert_eq!(seen.len(), jobs.len());
+        for key in 0..5 {
+            let sent: Vec<_> = jobs.iter().filter(|j| j.0 == key).collect();
+            let got: Vec<_> = seen.iter().filter(|j| j.0 == key).collect();
+            assert_eq!(sent, got, "key {key}");
         }
     }
 }
