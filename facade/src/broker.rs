@@ -98,6 +98,12 @@ impl Broker {
             .await
     }
 
+    /// A small room of the in-flight budget for a fetch's answer, if one is
+    /// free at once: the permit and its bytes (see [`Budget::try_small`]).
+    pub(crate) fn small_answer_budget(&self) -> Option<(OwnedSemaphorePermit, usize)> {
+        self.budget.try_small()
+    }
+
     /// Keeps the registration alive until `shutdown` resolves. A heartbeat
     /// under way then finishes first: a write cut off at the wrong moment
     /// can leave its connection inside a transaction.

@@ -73,6 +73,17 @@ impl Budget {
     }
 }
 
+impl Budget {
+    /// The largest room a small request takes from the reserve, if it is
+    /// free at once: the permit and its bytes. `None` when it is not (or
+    /// the budget is too small to keep a reserve).
+    pub(crate) fn try_small(&self) -> Option<(OwnedSemaphorePermit, usize)> {
+        let kib = u32::try_from(self.small_kib).ok().filter(|&k| k > 0)?;
+        let permit = self.reserve.clone().try_acquire_many_owned(kib).ok()?;
+        Some((permit, self.small_kib * 1024))
+    }
+}
+
 #[cold]
 fn unreachable_closed() -> ! {
     panic!("the in-flight semaphore is never closed")
@@ -102,6 +113,28 @@ mod tests {
         let _admitted = tokio::time::timeout(Duration::from_secs(1), large)
             .await
             .expect("the large request is admitted once the room returns");
+    }
+
+    #[tokio::test]
+    async fn a_small_room_is_had_at_once_or_not_at_all() {
+        let budget = Budget::new(16 << 20);
+        let _bulk = budget.acquire(budget.largest()).await;
+        let rooms: Vec<_> = std::iter::from_fn(|| budget.try_small())
+            .take(100)
+            .collect();
+        assert_eq!(rooms.len(), 16, "the reserve holds sixteen small rooms");
+        assert!(rooms
+            .iter()
+            .all(|(_, bytes)| *bytes == budget.small_kib * 1024));
+        drop(rooms);
+        assert!(
+            budget.try_small().is_some(),
+            "the rooms return when dropped"
+        );
+        assert!(
+            Budget::new(4096).try_small().is_none(),
+            "no reserve, no room"
+        );
     }
 
     #[tokio::test]

@@ -165,8 +165,26 @@ struct Read {
     /// Whether any partition failed.
     failed: bool,
     /// The room of the in-flight budget the records hold, once any were read.
-    held: Option<OwnedSemaphorePermit>,
+    held: Option<Room>,
 }
+
+/// The room of the in-flight budget a pass's records hold.
+struct Room {
+    permit: OwnedSemaphorePermit,
+    /// The record bytes the room allows the pass (about half of it: the
+    /// records are held read and encoded).
+    bytes: usize,
+}
+
+/// A fetch that lacks at most this many records of a partition is near its
+/// head: it first takes a small room of the budget, when one is free at
+/// once, and reads what fits in it; only when the records do not fit does
+/// it wait for its full charge and read again. Without that, a consumer
+/// keeping up with a stream waited for its charge in turn behind a bulk
+/// producer's megabyte requests, that is for their commits. A fetch
+/// further behind takes its full charge at once (its records would not
+/// fit the small room).
+const NEAR_HEAD_RECORDS: i64 = 1024;
 
 /// Reads every wanted partition.
 async fn read_all(broker: &Broker, version: i16, wanted: &[Wanted], pass: Pass) -> Read {
@@ -194,6 +212,7 @@ async fn read_all(broker: &Broker, version: i16, wanted: &[Wanted], pass: Pass) 
                 let budget = Budget {
                     bytes: w.max_bytes.min(max_bytes.saturating_sub(total)),
                     at_least_one: total == 0,
+                    read: total,
                 };
                 let at = Position {
                     partition_id,
@@ -246,6 +265,8 @@ struct Budget {
     /// size (KIP-74), so a consumer never stalls on a record larger than
     /// its limits; every other partition stays within `bytes`.
     at_least_one: bool,
+    /// The record bytes the pass read before this partition.
+    read: usize,
 }
 
 async fn read_one(
@@ -254,7 +275,7 @@ async fn read_one(
     at: Position,
     budget: Budget,
     pass: Pass,
-    held: &mut Option<OwnedSemaphorePermit>,
+    held: &mut Option<Room>,
     mut data: PartitionData,
 ) -> Result<(PartitionData, usize, usize), StorageError> {
     let Position {
@@ -279,19 +300,42 @@ async fn read_one(
     }
     let mut records = BytesMut::new();
     let mut count = 0;
+    let mut budget = budget;
     if (budget.bytes > 0 || budget.at_least_one) && offset < upper {
         let wanted = usize::try_from(upper - offset).unwrap_or(usize::MAX);
         // Taken once per pass, before the first records are read: a pass
-        // never waits for budget while holding some.
+        // waits for budget holding at most a small room (below).
+        let near_head = upper - offset <= NEAR_HEAD_RECORDS;
         if held.is_none() {
-            *held = Some(broker.answer_budget(pass.charge).await);
+            *held = Some(take_room(broker, pass.charge, near_head).await);
+        } else if !near_head && held.as_ref().is_some_and(Room::is_small) {
+            // A pass that found a partition far behind after a near one
+            // waits for its whole charge, so that a partition catching up
+            // is not read a small room at a time. What it holds meanwhile
+            // is at most the small room.
+            *held = Some(take_room(broker, pass.charge, false).await);
         }
-        let mut messages = broker
-            .engine
-            .read_partition(partition_id, offset, wanted, budget.bytes.max(1))
-            .await?;
-        messages.retain(|m| m.offset < upper);
-        (records, count) = encode_within(&messages, times, budget);
+        let limit = budget.bytes;
+        let messages = loop {
+            let room = held.as_ref().map_or(usize::MAX, |r| r.bytes);
+            budget.bytes = limit.min(room.saturating_sub(budget.read));
+            let mut messages = broker
+                .engine
+                .read_partition(partition_id, offset, wanted, budget.bytes.max(1))
+                .await?;
+            messages.retain(|m| m.offset < upper);
+            (records, count) = encode_within(&messages, times, budget);
+            let whole = messages[..count]
+                .last()
+                .is_some_and(|m| m.offset + 1 >= upper);
+            if whole || budget.bytes >= limit || !held.as_ref().is_some_and(Room::is_small) {
+                break messages;
+            }
+            // The small room cut the answer short: the whole charge, in
+            // turn, and the partition read again, so that the answer is
+            // what it would have been without the small room.
+            *held = Some(take_room(broker, pass.charge, false).await);
+        };
         // Only records of a transaction can be of an aborted one.
         let transactional = |m: &StoredMessage| crate::records::txn_of(m).is_some();
         if read_committed && messages[..count].iter().any(transactional) {
@@ -379,6 +423,29 @@ fn answer(
     }
     (
         FetchResponse::default().with_responses(responses),
-        read.held,
+        read.held.map(|room| room.permit),
     )
+}
+
+impl Room {
+    fn is_small(&self) -> bool {
+        self.bytes != usize::MAX
+    }
+}
+
+/// The room a pass's records will hold: a small one at once when the pass
+/// is `near_head` and one is free, else its whole `charge` in turn.
+async fn take_room(broker: &Broker, charge: usize, near_head: bool) -> Room {
+    if near_head {
+        if let Some((permit, bytes)) = broker.small_answer_budget() {
+            return Room {
+                permit,
+                bytes: bytes / 2,
+            };
+        }
+    }
+    Room {
+        permit: broker.answer_budget(charge).await,
+        bytes: usize::MAX,
+    }
 }
