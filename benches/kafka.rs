@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{fresh_db, peak_rss_mib, Flags};
+use common::{fresh_db, p50_p99, peak_rss_mib, Flags};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
@@ -327,16 +327,6 @@ fn sent_us(payload: Option<&[u8]>) -> u64 {
     )
 }
 
-/// The (p50, p99) of `samples`.
-fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
-    assert!(!samples.is_empty(), "no latency samples");
-    samples.sort();
-    (
-        samples[samples.len() / 2],
-        samples[samples.len() * 99 / 100],
-    )
-}
-
 /// The latency of 2,000 records/s produced with `linger_ms` and consumed
 /// at once.
 fn latency(broker: &Broker, topic: &str, linger_ms: u32) -> Latency {
@@ -404,8 +394,8 @@ fn latency(broker: &Broker, topic: &str, linger_ms: u32) -> Latency {
     sender.join().expect("sender");
     let acked = std::mem::take(&mut *took.lock().expect("delivery reports"));
     Latency {
-        end_to_end: percentiles(latencies),
-        acked: percentiles(acked),
+        end_to_end: p50_p99(latencies),
+        acked: p50_p99(acked),
     }
 }
 

@@ -137,12 +137,8 @@ impl Latency {
     }
 
     fn from(timings: impl Iterator<Item = Duration>) -> Self {
-        let mut timings: Vec<Duration> = timings.collect();
-        timings.sort_unstable();
-        Self {
-            p50: timings[timings.len() / 2],
-            p99: timings[(timings.len() * 99 / 100).min(timings.len() - 1)],
-        }
+        let (p50, p99) = common::p50_p99(timings.collect());
+        Self { p50, p99 }
     }
 }
 

@@ -275,3 +275,14 @@ pub(crate) fn timed_produce(
     settle();
     started.elapsed().as_secs_f64()
 }
+
+/// The (p50, p99) of `samples`, which must not be empty.
+#[allow(dead_code)] // only the latency benches use it
+pub(crate) fn p50_p99(
+    mut samples: Vec<std::time::Duration>,
+) -> (std::time::Duration, std::time::Duration) {
+    assert!(!samples.is_empty(), "no latency samples");
+    samples.sort_unstable();
+    let n = samples.len();
+    (samples[n / 2], samples[(n * 99 / 100).min(n - 1)])
+}

@@ -61,7 +61,7 @@ impl Budget {
         // Never saturates: the budget fits in a u32 (see `new`).
         let kib32 = u32::try_from(kib).unwrap_or(u32::MAX);
         if kib <= self.small_kib {
-            if let Ok(permit) = self.reserve.clone().try_acquire_many_owned(kib32) {
+            if let Some(permit) = self.try_reserve(kib32) {
                 return permit;
             }
         }
@@ -71,16 +71,18 @@ impl Budget {
             Err(_) => unreachable_closed(),
         }
     }
-}
 
-impl Budget {
     /// The largest room a small request takes from the reserve, if it is
     /// free at once: the permit and its bytes. `None` when it is not (or
     /// the budget is too small to keep a reserve).
     pub(crate) fn try_small(&self) -> Option<(OwnedSemaphorePermit, usize)> {
         let kib = u32::try_from(self.small_kib).ok().filter(|&k| k > 0)?;
-        let permit = self.reserve.clone().try_acquire_many_owned(kib).ok()?;
-        Some((permit, self.small_kib * 1024))
+        Some((self.try_reserve(kib)?, self.small_kib * 1024))
+    }
+
+    /// `kib` of the reserve, if free at once.
+    fn try_reserve(&self, kib: u32) -> Option<OwnedSemaphorePermit> {
+        self.reserve.clone().try_acquire_many_owned(kib).ok()
     }
 }
 

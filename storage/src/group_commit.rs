@@ -195,10 +195,13 @@ impl<R: Runner> Backlog<R> {
             let Some(queue) = self.jobs.get_mut(&key) else {
                 continue;
             };
+            // A turn takes one job, then more while it and the group have
+            // room; a group of light jobs takes only light ones.
             let mut turn = 0;
-            while light_only || turn < LIGHT_WEIGHT {
-                let next = queue.front().filter(|p| !light_only || is_light::<R>(p));
-                if next.is_none() || weight + turn >= R::MAX_GROUP_WEIGHT && turn > 0 {
+            while let Some(next) = queue.front() {
+                let room = turn == 0
+                    || weight + turn < R::MAX_GROUP_WEIGHT && (light_only || turn < LIGHT_WEIGHT);
+                if !room || light_only && !is_light::<R>(next) {
                     break;
                 }
                 let Some(pending) = queue.pop_front() else {

@@ -176,6 +176,13 @@ struct Room {
     bytes: usize,
 }
 
+impl Room {
+    /// Whether it is a small room of the reserve, not the pass's charge.
+    fn is_small(&self) -> bool {
+        self.bytes != usize::MAX
+    }
+}
+
 /// A fetch that lacks at most this many records of a partition is near its
 /// head: it first takes a small room of the budget, when one is free at
 /// once, and reads what fits in it; only when the records do not fit does
@@ -303,16 +310,14 @@ async fn read_one(
     let mut budget = budget;
     if (budget.bytes > 0 || budget.at_least_one) && offset < upper {
         let wanted = usize::try_from(upper - offset).unwrap_or(usize::MAX);
-        // Taken once per pass, before the first records are read: a pass
-        // waits for budget holding at most a small room (below).
+        // Taken once per pass, before the first records are read, and
+        // traded for the whole charge at most once: a pass waits for budget
+        // holding at most a small room.
         let near_head = upper - offset <= NEAR_HEAD_RECORDS;
         if held.is_none() {
             *held = Some(take_room(broker, pass.charge, near_head).await);
         } else if !near_head && held.as_ref().is_some_and(Room::is_small) {
-            // A pass that found a partition far behind after a near one
-            // waits for its whole charge, so that a partition catching up
-            // is not read a small room at a time. What it holds meanwhile
-            // is at most the small room.
+            // Far behind after a near partition: its records would not fit.
             *held = Some(take_room(broker, pass.charge, false).await);
         }
         let limit = budget.bytes;
@@ -425,12 +430,6 @@ fn answer(
         FetchResponse::default().with_responses(responses),
         read.held.map(|room| room.permit),
     )
-}
-
-impl Room {
-    fn is_small(&self) -> bool {
-        self.bytes != usize::MAX
-    }
 }
 
 /// The room a pass's records will hold: a small one at once when the pass
