@@ -125,15 +125,24 @@ where
     let (replies, mut queue) = mpsc::channel::<(Reply, OwnedSemaphorePermit)>(IN_FLIGHT);
     let writer = tokio::spawn(async move {
         while let Some((reply, budget)) = queue.recv().await {
-            let (frame, held) = match reply {
-                Reply::Ready(frame) => (frame, None),
-                Reply::Held(frame, held) => (Some(frame), Some(held)),
-                Reply::Later(pending) => (pending.await?, None),
-            };
-            if let Some(frame) = frame {
-                write.write_all(&frame).await?;
+            match reply {
+                Reply::Ready(frame) => {
+                    if let Some(frame) = frame {
+                        write.write_all(&frame).await?;
+                    }
+                }
+                Reply::Held(chunks, held) => {
+                    for chunk in chunks {
+                        write.write_all(&chunk).await?;
+                    }
+                    drop(held);
+                }
+                Reply::Later(pending) => {
+                    if let Some(frame) = pending.await? {
+                        write.write_all(&frame).await?;
+                    }
+                }
             }
-            drop(held);
             drop(budget);
         }
         // TLS sends its close_notify; a plain socket half-closes.

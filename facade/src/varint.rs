@@ -20,6 +20,15 @@ pub(crate) enum Error {
     TooLong,
 }
 
+/// Writes `v` as an unsigned varint (compact lengths, counts, tags).
+pub(crate) fn put_unsigned(buf: &mut impl bytes::BufMut, mut v: u64) {
+    while v >= 0x80 {
+        buf.put_u8((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.put_u8(v as u8);
+}
+
 /// Reads an unsigned varint of at most `max_len` bytes (never more than
 /// [`MAX_LEN_64`]) from the front of `buf`: its value and how many bytes it
 /// took. Bits of a tenth byte beyond the 64th are dropped, as they always
@@ -53,6 +62,24 @@ mod tests {
         assert_eq!(unsigned(&[0x00], MAX_LEN_32), Ok((0, 1)));
         assert_eq!(unsigned(&[0x7f, 0xff], MAX_LEN_32), Ok((127, 1)));
         assert_eq!(unsigned(&[0x80, 0x01], MAX_LEN_32), Ok((128, 2)));
+    }
+
+    #[test]
+    fn what_is_written_reads_back() {
+        for v in [
+            0,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            let mut buf = Vec::new();
+            put_unsigned(&mut buf, v);
+            assert_eq!(unsigned(&buf, MAX_LEN_64), Ok((v, buf.len())), "{v}");
+        }
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod describe_user_scram_credentials;
 mod elect_leaders;
 mod end_txn;
 mod fetch;
+mod fetch_frame;
 mod find_coordinator;
 mod group_describe;
 mod heartbeat;
@@ -81,9 +82,10 @@ use crate::versions;
 pub enum Reply {
     /// Answered already.
     Ready(Option<BytesMut>),
-    /// Answered already, holding room of the in-flight budget until the
-    /// answer is written (a fetch's records).
-    Held(BytesMut, OwnedSemaphorePermit),
+    /// Answered already, as chunks of one frame (a fetch's records are not
+    /// copied into it), holding room of the in-flight budget until the
+    /// answer is written.
+    Held(Vec<Bytes>, OwnedSemaphorePermit),
     /// To be answered when the future resolves; answers still go out in
     /// request order.
     Later(Pin<Box<dyn Future<Output = Result<Option<BytesMut>, ConnError>> + Send>>),
@@ -278,10 +280,11 @@ async fn route(
                 })*
                 Some(RequestKind::Fetch(request)) => {
                     let (answer, held) = fetch::handle(broker, version, request, access).await;
-                    respond(api, version, correlation_id, &answer).map(|frame| match held {
-                        Some(held) => Reply::Held(frame, held),
-                        None => Reply::Ready(Some(frame)),
-                    })
+                    match held {
+                        Some(held) => fetch_frame::frame(version, correlation_id, answer)
+                            .map(|chunks| Reply::Held(chunks, held)),
+                        None => ready(respond(api, version, correlation_id, &answer)),
+                    }
                 }
                 Some(RequestKind::Metadata(request)) => {
                     let answer = metadata::handle(broker, version, request, listener, access).await;
@@ -391,13 +394,22 @@ pub(crate) fn respond<T: Encodable + std::any::Any>(
     answer: &T,
 ) -> Result<BytesMut, ConnError> {
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
-    let mut buf = BytesMut::with_capacity(64);
+    let header_version = api.response_header_version(version);
+    let legacy = crate::legacy::serves(api, version);
+    // Sized once: a Fetch answer of megabytes grown by doubling held up to
+    // twice its size, and left glibc's arenas fragmented with the steps.
+    let size = match legacy {
+        true => None,
+        false => header
+            .compute_size(header_version)
+            .and_then(|h| answer.compute_size(version).map(|b| h + b))
+            .ok(),
+    };
+    let mut buf = BytesMut::with_capacity(4 + size.unwrap_or(60));
     buf.put_i32(0);
     let failed = |e| ConnError::Encode(format!("{api:?} v{version}: {e}"));
-    header
-        .encode(&mut buf, api.response_header_version(version))
-        .map_err(failed)?;
-    if crate::legacy::serves(api, version) {
+    header.encode(&mut buf, header_version).map_err(failed)?;
+    if legacy {
         crate::legacy::encode_response(api, version, answer, &mut buf)?;
     } else {
         answer.encode(&mut buf, version).map_err(failed)?;

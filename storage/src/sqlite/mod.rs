@@ -33,7 +33,7 @@ impl SqliteStore {
             // FULL: a commit survives power loss, not only a process crash.
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(30))
-            .pragma("cache_size", "-8192");
+            .pragma("cache_size", "-2048");
         if let Some(dir) = options.get_filename().parent() {
             if !dir.as_os_str().is_empty() {
                 std::fs::create_dir_all(dir).map_err(|e| {
