@@ -125,24 +125,20 @@ where
     let (replies, mut queue) = mpsc::channel::<(Reply, OwnedSemaphorePermit)>(IN_FLIGHT);
     let writer = tokio::spawn(async move {
         while let Some((reply, budget)) = queue.recv().await {
-            match reply {
-                Reply::Ready(frame) => {
-                    if let Some(frame) = frame {
-                        write.write_all(&frame).await?;
-                    }
-                }
-                Reply::Held(chunks, held) => {
-                    for chunk in chunks {
-                        write.write_all(&chunk).await?;
-                    }
-                    drop(held);
-                }
-                Reply::Later(pending) => {
-                    if let Some(frame) = pending.await? {
-                        write.write_all(&frame).await?;
-                    }
-                }
+            // A held answer comes as chunks of one frame (a fetch's records
+            // are not copied into it); an empty Vec does not allocate.
+            let (frame, chunks, held) = match reply {
+                Reply::Ready(frame) => (frame, Vec::new(), None),
+                Reply::Held(chunks, held) => (None, chunks, Some(held)),
+                Reply::Later(pending) => (pending.await?, Vec::new(), None),
+            };
+            if let Some(frame) = frame {
+                write.write_all(&frame).await?;
             }
+            for chunk in chunks {
+                write.write_all(&chunk).await?;
+            }
+            drop(held);
             drop(budget);
         }
         // TLS sends its close_notify; a plain socket half-closes.

@@ -506,13 +506,9 @@ fn encode_run(
     out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// Writes `v` zigzag-encoded as a varint (a record's varlongs).
 fn put_varlong(out: &mut BytesMut, v: i64) {
-    let mut raw = ((v << 1) ^ (v >> 63)) as u64;
-    while raw >= 0x80 {
-        out.put_u8((raw as u8) | 0x80);
-        raw >>= 7;
-    }
-    out.put_u8(raw as u8);
+    crate::varint::put_unsigned(out, ((v << 1) ^ (v >> 63)) as u64);
 }
 
 /// How many bytes [`put_varlong`] writes for `v`.

@@ -14,7 +14,7 @@ use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{ApiKey, FetchResponse, ResponseHeader};
 use kafka_protocol::protocol::Encodable;
 
-use super::respond;
+use super::{frame_size, respond};
 use crate::conn::ConnError;
 use crate::varint;
 
@@ -48,12 +48,8 @@ pub(crate) fn frame(
     }
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
     let header_version = ApiKey::Fetch.response_header_version(version);
-    let size = header
-        .compute_size(header_version)
-        .map_err(|e| failed(version, e))?
-        + answer
-            .compute_size(version)
-            .map_err(|e| failed(version, e))?;
+    let size = frame_size(&header, header_version, &answer, version)
+        .ok_or_else(|| failed(version, "cannot be sized"))?;
     let flexible = version >= 12;
 
     let mut chunks = Vec::new();
@@ -151,10 +147,10 @@ fn around_records(
 /// An array's count: an i32, or in flexible versions (12 on) a varint of
 /// count + 1.
 fn put_count(buf: &mut BytesMut, version: i16, n: usize) -> Result<(), ConnError> {
-    let n = i32::try_from(n).map_err(|_| failed(version, format!("a count of {n}")))?;
+    let count = i32::try_from(n).map_err(|_| failed(version, format!("a count of {n}")))?;
     match version >= 12 {
-        true => varint::put_unsigned(buf, u64::from(n.unsigned_abs()) + 1),
-        false => buf.put_i32(n),
+        true => varint::put_unsigned(buf, n as u64 + 1),
+        false => buf.put_i32(count),
     }
     Ok(())
 }

@@ -400,10 +400,7 @@ pub(crate) fn respond<T: Encodable + std::any::Any>(
     // twice its size, and left glibc's arenas fragmented with the steps.
     let size = match legacy {
         true => None,
-        false => header
-            .compute_size(header_version)
-            .and_then(|h| answer.compute_size(version).map(|b| h + b))
-            .ok(),
+        false => frame_size(&header, header_version, answer, version),
     };
     let mut buf = BytesMut::with_capacity(4 + size.unwrap_or(60));
     buf.put_i32(0);
@@ -417,6 +414,19 @@ pub(crate) fn respond<T: Encodable + std::any::Any>(
     let len = (buf.len() - 4) as i32;
     buf[..4].copy_from_slice(&len.to_be_bytes());
     Ok(buf)
+}
+
+/// The size of a frame's header and body as `kafka_protocol` encodes them
+/// (the frame adds its 4-byte length); `None` for a version it cannot
+/// encode.
+fn frame_size<T: Encodable>(
+    header: &ResponseHeader,
+    header_version: i16,
+    answer: &T,
+    version: i16,
+) -> Option<usize> {
+    let header = header.compute_size(header_version).ok()?;
+    Some(header + answer.compute_size(version).ok()?)
 }
 
 #[cfg(test)]

@@ -34,8 +34,8 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(30))
             // 2 MiB: the writer's pages are mostly a segment's new overflow
-            // pages, written once; a larger cache only held them (8 MiB
-            // resident for nothing measured faster, `cargo bench --bench push`).
+            // pages, written once; 8 MiB only held more of them, no faster
+            // (`cargo bench --bench push`).
             .pragma("cache_size", "-2048");
         if let Some(dir) = options.get_filename().parent() {
             if !dir.as_os_str().is_empty() {
