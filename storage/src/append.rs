@@ -479,7 +479,7 @@ impl Originals {
         candidates.dedup();
         for offset in candidates {
             match self.record_at(tx, sealer, partition_id, offset).await? {
-                Some(record) if record.transaction_id() == txn => {
+                Some(record) if record.has_transaction_id(txn) => {
                     return Ok(Some((record.message_id, offset)));
                 }
                 Some(_) => {} // another id with the same hash

@@ -120,20 +120,29 @@ pub struct Record {
 impl Record {
     /// The effective transaction id: the producer's, or the minted one.
     pub fn transaction_id(&self) -> String {
-        self.transaction_id
-            .clone()
-            .unwrap_or_else(|| self.message_id.to_string())
+        self.with_transaction_id(str::to_owned)
+    }
+
+    /// Calls `f` with [`Self::transaction_id`] without allocating it: for
+    /// a comparison or a hash, once per record on the ack and dedup paths.
+    pub fn with_transaction_id<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        match &self.transaction_id {
+            Some(txn) => f(txn),
+            None => {
+                let mut buf = uuid::Uuid::encode_buffer();
+                f(self.message_id.hyphenated().encode_lower(&mut buf))
+            }
+        }
+    }
+
+    /// Whether [`Self::transaction_id`] is `txn`, without allocating it.
+    pub fn has_transaction_id(&self, txn: &str) -> bool {
+        self.with_transaction_id(|id| id == txn)
     }
 
     /// The dedup hash of [`Self::transaction_id`], without copying the id.
     pub(crate) fn txn_hash(&self) -> i64 {
-        match &self.transaction_id {
-            Some(txn) => crate::append::txn_hash(txn),
-            None => {
-                let mut buf = uuid::Uuid::encode_buffer();
-                crate::append::txn_hash(self.message_id.hyphenated().encode_lower(&mut buf))
-            }
-        }
+        self.with_transaction_id(crate::append::txn_hash)
     }
 
     /// The record's own timestamp, for Kafka records; a native message's

@@ -456,8 +456,7 @@ async fn resolve(
         let records = segment.decode_range(skip, take)?;
         for (i, record) in records.into_iter().enumerate() {
             let offset = base + (skip + i) as i64;
-            let txn = record.transaction_id();
-            if let Some(f) = found.get_mut(txn.as_str()) {
+            if let Some(f) = record.with_transaction_id(|txn| found.get_mut(txn)) {
                 if offset < c {
                     f.below = Some(offset);
                 } else if f.pending.is_none() {

@@ -361,7 +361,7 @@ impl Engine {
                     .ok()
                     .and_then(|i| records.into_iter().nth(i))
                 {
-                    if r.transaction_id() == transaction_id {
+                    if r.has_transaction_id(transaction_id) {
                         return Ok(Some((offset, created, r)));
                     }
                 }
@@ -384,7 +384,7 @@ impl Engine {
                     .into_iter()
                     .enumerate()
                     .rev()
-                    .find(|(_, r)| r.transaction_id() == transaction_id)
+                    .find(|(_, r)| r.has_transaction_id(transaction_id))
                 {
                     return Ok(Some((base + i as i64, created, r)));
                 }
