@@ -2,6 +2,8 @@
 //! once the body is valid, one result per acknowledgement, refusals as
 //! `success: false` with the spec's error strings.
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -24,8 +26,8 @@ pub(super) struct AckJson {
     lease_released: bool,
     dlq: bool,
     noop: bool,
-    queue_name: Option<String>,
-    partition_name: Option<String>,
+    queue_name: Option<Arc<str>>,
+    partition_name: Option<Arc<str>>,
 }
 
 /// The body of `POST /api/v1/ack`: one acknowledgement and its group.
@@ -154,7 +156,7 @@ async fn apply(
     state: &AppState,
     access: &Access,
     group: &str,
-    parsed: Vec<Parsed>,
+    mut parsed: Vec<Parsed>,
 ) -> Result<Vec<AckJson>, ApiError> {
     if group.len() > storage::MAX_NAME_BYTES {
         return Err(ApiError::BadRequest("consumerGroup is too long".into()));
@@ -166,15 +168,16 @@ async fn apply(
             .collect();
         authorize::require_ack(state, access, &acks).await?;
     }
+    // The answer needs only the transaction ids back: the rest moves.
     let valid: Vec<AckItem> = parsed
-        .iter()
+        .iter_mut()
         .filter_map(|p| {
             p.partition_id.map(|partition_id| AckItem {
                 transaction_id: p.transaction_id.clone(),
                 partition_id,
                 status: p.status,
-                error: p.error.clone(),
-                lease_id: p.lease_id.clone(),
+                error: p.error.take(),
+                lease_id: p.lease_id.take(),
             })
         })
         .collect();

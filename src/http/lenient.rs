@@ -150,13 +150,33 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
 pub(super) enum PartitionIdValue {
     /// `"partitionId": 7`.
     Number(Number),
-    /// `"partitionId": "7"`.
-    Text(String),
+    /// `"partitionId": "7"`: the id the text spells, if any; `blank` when
+    /// the text is empty.
+    Text {
+        id: Option<PartitionId>,
+        blank: bool,
+    },
+}
+
+impl PartitionIdValue {
+    /// The id, when the value names one.
+    pub(super) fn id(&self) -> Option<PartitionId> {
+        match self {
+            Self::Number(n) => n.as_i64().map(PartitionId::new),
+            Self::Text { id, .. } => *id,
+        }
+    }
+
+    /// Whether it is the empty string, which clients send for "none".
+    pub(super) fn is_blank(&self) -> bool {
+        matches!(self, Self::Text { blank: true, .. })
+    }
 }
 
 // By hand rather than `#[serde(untagged)]`: an untagged enum buffers the
 // value and builds an error for every variant it rules out, which for a
 // batch of a thousand acknowledgements was a tenth of the broker's time.
+// The text is read borrowed where the input allows, never kept.
 impl<'de> Deserialize<'de> for PartitionIdValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Either;
@@ -182,29 +202,13 @@ impl<'de> Deserialize<'de> for PartitionIdValue {
             }
 
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(PartitionIdValue::Text(v.to_owned()))
-            }
-
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(PartitionIdValue::Text(v))
+                Ok(PartitionIdValue::Text {
+                    id: v.parse().ok(),
+                    blank: v.is_empty(),
+                })
             }
         }
         deserializer.deserialize_any(Either)
-    }
-}
-
-impl PartitionIdValue {
-    /// The id, when the value names one.
-    pub(super) fn id(&self) -> Option<PartitionId> {
-        match self {
-            Self::Number(n) => n.as_i64().map(PartitionId::new),
-            Self::Text(t) => t.parse().ok(),
-        }
-    }
-
-    /// Whether it is the empty string, which clients send for "none".
-    pub(super) fn is_blank(&self) -> bool {
-        matches!(self, Self::Text(t) if t.is_empty())
     }
 }
 
@@ -212,13 +216,24 @@ impl PartitionIdValue {
 /// (`true` is completed, `false` failed).
 #[derive(Debug)]
 pub(super) enum StatusValue {
-    /// `"status": "failed"`.
-    Name(String),
+    /// `"status": "failed"`, read as the status it names.
+    Name(AckStatus),
     /// `"status": false`.
     Flag(bool),
 }
 
-// By hand for the reason given at `PartitionIdValue`.
+impl StatusValue {
+    /// The status it stands for.
+    pub(super) fn status(&self) -> AckStatus {
+        match self {
+            Self::Name(status) => *status,
+            Self::Flag(true) => AckStatus::Completed,
+            Self::Flag(false) => AckStatus::Failed,
+        }
+    }
+}
+
+// By hand for the reasons given at `PartitionIdValue`.
 impl<'de> Deserialize<'de> for StatusValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Either;
@@ -234,25 +249,10 @@ impl<'de> Deserialize<'de> for StatusValue {
             }
 
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(StatusValue::Name(v.to_owned()))
-            }
-
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(StatusValue::Name(v))
+                Ok(StatusValue::Name(AckStatus::parse(v)))
             }
         }
         deserializer.deserialize_any(Either)
-    }
-}
-
-impl StatusValue {
-    /// The status it stands for.
-    pub(super) fn status(&self) -> AckStatus {
-        match self {
-            Self::Name(s) => AckStatus::parse(s),
-            Self::Flag(true) => AckStatus::Completed,
-            Self::Flag(false) => AckStatus::Failed,
-        }
     }
 }
 
@@ -402,7 +402,8 @@ mod tests {
         let status = |v: Value| serde_json::from_value::<StatusValue>(v).expect("status");
         assert_eq!(status(json!(false)).status(), AckStatus::Failed);
         assert_eq!(status(json!(true)).status(), AckStatus::Completed);
-        assert_eq!(status(json!("failed")).status(), AckStatus::Failed);
+        assert_eq!(status(json!("FAILED")).status(), AckStatus::Failed);
+        assert_eq!(status(json!("dlq")).status(), AckStatus::Dlq);
         // Read straight from the text too, as the strict read does.
         let id = |text: &str| serde_json::from_str::<PartitionIdValue>(text).map(|v| v.id());
         assert_eq!(id("7").ok(), Some(Some(PartitionId::new(7))));

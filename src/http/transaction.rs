@@ -400,7 +400,7 @@ fn ack(i: usize, o: TxnOpBody) -> Result<TxnOp, String> {
         .and_then(|p| p.id())
         .ok_or_else(|| format!("operations[{i}].partitionId is not a partition id"))?;
     let status = match o.status.valid() {
-        Some(StatusValue::Name(s)) => AckStatus::parse(&s),
+        Some(StatusValue::Name(status)) => status,
         _ => AckStatus::Completed,
     };
     Ok(TxnOp::Ack {

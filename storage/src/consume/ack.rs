@@ -12,6 +12,7 @@
 //!   wins and puts the cursor back at (or past) its message.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::{CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK_SPAN};
 use crate::backend::Conn;
@@ -44,11 +45,15 @@ impl AckStatus {
     /// Reads a status as clients send it, case-insensitively: `completed`
     /// and `success` are [`Self::Completed`], as is anything unknown.
     pub fn parse(status: &str) -> Self {
-        match status.to_ascii_lowercase().as_str() {
-            "failed" => Self::Failed,
-            "retry" => Self::Retry,
-            "dlq" => Self::Dlq,
-            _ => Self::Completed,
+        let is = |name: &str| status.eq_ignore_ascii_case(name);
+        if is("failed") {
+            Self::Failed
+        } else if is("retry") {
+            Self::Retry
+        } else if is("dlq") {
+            Self::Dlq
+        } else {
+            Self::Completed
         }
     }
 
@@ -103,10 +108,11 @@ pub struct AckResult {
     pub dlq: bool,
     /// A repeat of an already committed `completed` ack: nothing changed.
     pub noop: bool,
-    /// The queue of the partition, when known.
-    pub queue: Option<String>,
+    /// The queue of the partition, when known (shared by the partition's
+    /// items: a batch of a thousand would otherwise copy it a thousand times).
+    pub queue: Option<Arc<str>>,
     /// The partition name, when known.
-    pub partition: Option<String>,
+    pub partition: Option<Arc<str>>,
 }
 
 impl AckResult {
@@ -202,9 +208,11 @@ async fn partition(
     if offsets_log::is_reserved(&part.queue) {
         return Err(StorageError::Reserved(part.queue));
     }
+    let (queue, partition_name): (Arc<str>, Arc<str>) =
+        (part.queue.as_str().into(), part.partition.as_str().into());
     for &i in indexes {
-        results[i].queue = Some(part.queue.clone());
-        results[i].partition = Some(part.partition.clone());
+        results[i].queue = Some(Arc::clone(&queue));
+        results[i].partition = Some(Arc::clone(&partition_name));
     }
     let cursor = stored.map_or(
         CursorRow {
