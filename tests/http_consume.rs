@@ -28,6 +28,7 @@ router_tests!(
     kafka_records_pop_with_their_encodings,
     bad_acks_and_pops_are_refused,
     failed_acks_end_in_the_dlq_listing,
+    acks_take_ids_and_statuses_in_every_form_clients_send,
     lease_renewal_answers,
     consumer_group_endpoints,
     depth_and_message_lookup,
@@ -334,6 +335,92 @@ async fn failed_acks_end_in_the_dlq_listing(api: &Api) {
     let (_, queue) = api.get("/api/v1/resources/queues/risky").await;
     assert_eq!(queue["totals"]["deadLetter"], 1);
     assert_eq!(queue["totals"]["completed"], 1);
+}
+
+/// Partition ids as numbers or (padded) text, statuses as names in any
+/// case or as booleans: each means what it says, and any other type is
+/// refused with the field's name.
+async fn acks_take_ids_and_statuses_in_every_form_clients_send(api: &Api) {
+    api.post(
+        "/api/v1/configure",
+        json!({"queue": "loose", "options": {"retryLimit": 3, "retryDelay": 0}}),
+    )
+    .await;
+    api.push("loose", "Default", &["n", "s", "f", "u"]).await;
+    let (_, pop) = api
+        .get("/api/v1/pop/queue/loose?batch=4&consumerGroup=g")
+        .await;
+    let lease = pop["leaseId"].clone();
+    let text = pop["partitionId"]
+        .as_str()
+        .expect("partition id text")
+        .to_owned();
+    let number: i64 = text.parse().expect("a decimal id");
+    let ack = |txn: &str, pid: Value, status: Value| json!({"transactionId": txn, "partitionId": pid, "status": status, "leaseId": lease});
+    let (status, answer) = api
+        .post(
+            "/api/v1/ack/batch",
+            json!({"consumerGroup": "g", "acknowledgments": [
+                ack("n", json!(number), json!(true)),
+                ack("s", json!(format!(" {text} ")), json!("COMPLETED")),
+                ack("f", json!(text), json!(false)),
+                ack("u", json!(number), json!("Failed")),
+            ]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let results = answer.as_array().expect("one result per item");
+    assert!(results.iter().all(|r| r["success"] == true), "{answer}");
+    assert!(
+        results.iter().all(|r| r["queueName"] == "loose"),
+        "{answer}"
+    );
+    // `false` and "Failed" failed: both come back, the completed ones not.
+    let (_, again) = api
+        .get("/api/v1/pop/queue/loose?batch=4&consumerGroup=g")
+        .await;
+    let redelivered: Vec<&str> = again["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["transactionId"].as_str())
+        .collect();
+    assert_eq!(redelivered, ["f", "u"]);
+
+    for (field, value, error) in [
+        (
+            "partitionId",
+            json!([number]),
+            "acknowledgments[0].partitionId is required to ensure message uniqueness",
+        ),
+        (
+            "partitionId",
+            json!(""),
+            "acknowledgments[0].partitionId is required to ensure message uniqueness",
+        ),
+        (
+            "status",
+            json!(1),
+            "acknowledgments[0].status must be a string",
+        ),
+        (
+            "status",
+            json!({"s": "failed"}),
+            "acknowledgments[0].status must be a string",
+        ),
+    ] {
+        let mut item =
+            json!({"transactionId": "f", "partitionId": number, "leaseId": again["leaseId"]});
+        item[field] = value;
+        let (status, answer) = api
+            .post(
+                "/api/v1/ack/batch",
+                json!({"consumerGroup": "g", "acknowledgments": [item]}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{field}");
+        assert_eq!(answer["error"], error);
+    }
 }
 
 async fn lease_renewal_answers(api: &Api) {
