@@ -125,7 +125,7 @@ impl Record {
 
     /// Calls `f` with [`Self::transaction_id`] without allocating it: for
     /// a comparison or a hash, once per record on the ack and dedup paths.
-    pub fn with_transaction_id<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+    pub(crate) fn with_transaction_id<R>(&self, f: impl FnOnce(&str) -> R) -> R {
         match &self.transaction_id {
             Some(txn) => f(txn),
             None => {
@@ -136,7 +136,7 @@ impl Record {
     }
 
     /// Whether [`Self::transaction_id`] is `txn`, without allocating it.
-    pub fn has_transaction_id(&self, txn: &str) -> bool {
+    pub(crate) fn has_transaction_id(&self, txn: &str) -> bool {
         self.with_transaction_id(|id| id == txn)
     }
 
