@@ -229,6 +229,7 @@ impl Engine {
         self.check_sealable(options)?;
         let now = self.inner.clock.now_ms();
         sql::catalog::configure(&self.inner.store, name, options, now).await?;
+        self.inner.partitions.forget_queue(name);
         self.queue(name)
             .await?
             .ok_or_else(|| StorageError::QueueNotFound(name.to_owned()))

@@ -180,6 +180,7 @@ impl Engine {
         self.check_sealable(&new)?;
         crate::sql::catalog::set_options(&mut conn, queue_id, &new).await?;
         tx.commit().await?;
+        self.inner.partitions.forget_queue(name);
         Ok(OptionsUpdate::Updated(Box::new(new)))
     }
 

@@ -1,25 +1,43 @@
 //! Resolving names to partition ids: (queue, partition name) for native
 //! pushes, (topic, Kafka index) for the Kafka facade, both served from one
-//! cache so a hot path does not read the catalog per request.
+//! cache so a hot path does not read the catalog per request; and a
+//! queue's id and options, which every pop needs.
 //!
 //! A cached id only saves a round trip. When its queue is deleted (here, or
 //! through another broker) the id goes stale: an append to it finds the
 //! partition row gone and the caller resolves again, and every engine
 //! operation that learns a partition is gone forgets its queue here.
+//!
+//! A queue's options are used for [`QUEUE_FRESH_FOR`] after they were
+//! read: this broker's own changes (configure, topic configs, deletion)
+//! forget the queue at once; another broker's are seen within that time.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::model::{PartitionId, QueueInfo};
+use crate::options::QueueOptions;
 
 /// Bound on the entries kept; past it the cache starts afresh.
 const LIMIT: usize = 100_000;
 
-/// The two keyings of the partition ids.
+/// How long a queue's id and options are used after they were read (ms of
+/// the engine's clock).
+const QUEUE_FRESH_FOR: i64 = 1_000;
+
+/// A queue's id and options, as a pop reads them.
+#[derive(Debug, Clone)]
+pub(crate) struct QueueRef {
+    pub id: i64,
+    pub options: Arc<QueueOptions>,
+}
+
+/// The keyings of the partition ids, and the queues read for pops.
 #[derive(Debug, Default)]
 struct Maps {
     by_name: HashMap<(String, String), PartitionId>,
     by_index: HashMap<(String, i32), PartitionId>,
+    queues: HashMap<String, (i64, QueueRef)>,
 }
 
 /// A bounded cache of partition ids by name and by Kafka index.
@@ -63,11 +81,29 @@ impl PartitionCache {
         }
     }
 
+    /// The id and options of `queue`, when read less than
+    /// [`QUEUE_FRESH_FOR`] before `now` (ms).
+    pub(crate) fn queue(&self, queue: &str, now: i64) -> Option<QueueRef> {
+        self.maps()
+            .queues
+            .get(queue)
+            .filter(|(at, _)| (0..QUEUE_FRESH_FOR).contains(&now.saturating_sub(*at)))
+            .map(|(_, found)| found.clone())
+    }
+
+    /// Remembers the id and options of `queue`, as read at `now` (ms).
+    pub(crate) fn put_queue_ref(&self, queue: &str, found: QueueRef, now: i64) {
+        let mut maps = self.maps();
+        maps.make_room();
+        maps.queues.insert(queue.to_owned(), (now, found));
+    }
+
     /// Forgets everything cached of a queue.
     pub(crate) fn forget_queue(&self, queue: &str) {
         let mut maps = self.maps();
         maps.by_name.retain(|(q, _), _| q != queue);
         maps.by_index.retain(|(q, _), _| q != queue);
+        maps.queues.remove(queue);
     }
 
     fn maps(&self) -> MutexGuard<'_, Maps> {
@@ -77,9 +113,10 @@ impl PartitionCache {
 
 impl Maps {
     fn make_room(&mut self) {
-        if self.by_name.len() + self.by_index.len() >= LIMIT {
+        if self.by_name.len() + self.by_index.len() + self.queues.len() >= LIMIT {
             self.by_name.clear();
             self.by_index.clear();
+            self.queues.clear();
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::backend::Conn;
 use crate::error::Result;
 use crate::model::PartitionId;
 use crate::options::QueueOptions;
+use crate::partitions::QueueRef;
 use crate::sql::consume;
 use crate::sql::segments::{Kept, Source, Visit};
 use crate::Engine;
@@ -185,7 +186,11 @@ async fn attempt(
     batch: usize,
 ) -> Result<(PopOutcome, Option<Duration>)> {
     let store = &engine.inner.store;
-    let Some((queue_id, options)) = consume::queue_ref(store, &request.queue).await? else {
+    let Some(QueueRef {
+        id: queue_id,
+        options,
+    }) = queue_ref(engine, &request.queue).await?
+    else {
         return Ok((PopOutcome::default(), None));
     };
     let now = engine.inner.clock.now_ms();
@@ -251,6 +256,25 @@ async fn attempt(
     Ok((outcome, recheck))
 }
 
+/// The queue's id and options, read again once the cached ones are stale.
+/// A queue not found is not remembered: a push may create it any moment.
+async fn queue_ref(engine: &Engine, queue: &str) -> Result<Option<QueueRef>> {
+    let cache = &engine.inner.partitions;
+    let now = engine.inner.clock.now_ms();
+    if let Some(found) = cache.queue(queue, now) {
+        return Ok(Some(found));
+    }
+    let Some((id, options)) = consume::queue_ref(&engine.inner.store, queue).await? else {
+        return Ok(None);
+    };
+    let found = QueueRef {
+        id,
+        options: options.into(),
+    };
+    cache.put_queue_ref(queue, found.clone(), now);
+    Ok(Some(found))
+}
+
 /// Registers a named group on the queue the first time this engine sees
 /// the pair.
 async fn register(
@@ -277,28 +301,35 @@ async fn register(
 /// of them delivered something or the batch is full.
 pub(crate) async fn run(tx: &mut Conn<'_>, job: &PopJob, kept: Kept<'_>) -> Result<PopOutcome> {
     let mut outcome = PopOutcome::default();
-    for &partition_id in &job.candidates {
-        let budget = job.batch.saturating_sub(outcome.messages.len());
-        if budget == 0 || outcome.partitions_claimed >= job.max_partitions {
+    let expires_at = job.now.saturating_add(job.lease_ms);
+    let mut rest = job.candidates.as_slice();
+    while !rest.is_empty() {
+        let wanted = job
+            .max_partitions
+            .saturating_sub(outcome.partitions_claimed);
+        if wanted == 0 || outcome.messages.len() >= job.batch {
             break;
         }
-        let expires_at = job.now.saturating_add(job.lease_ms);
-        let Some(lease) = consume::claim(
+        let (claimed, looked) = consume::claim_first(
             tx,
-            partition_id,
+            rest,
+            wanted,
             &job.group,
             &job.lease_id,
             expires_at,
             job.now,
         )
-        .await?
-        else {
-            continue; // another consumer of the group holds it, or is busy with it
-        };
-        let delivered = deliver(tx, job, kept, partition_id, lease, expires_at, budget).await?;
-        if !delivered.is_empty() {
-            outcome.partitions_claimed += 1;
-            outcome.messages.extend(delivered);
+        .await?;
+        rest = rest.get(looked..).unwrap_or_default();
+        for (partition_id, lease) in claimed {
+            // A budget spent by the partitions before frees the lease
+            // again (nothing is delivered).
+            let budget = job.batch.saturating_sub(outcome.messages.len());
+            let delivered = deliver(tx, job, kept, partition_id, lease, expires_at, budget).await?;
+            if !delivered.is_empty() {
+                outcome.partitions_claimed += 1;
+                outcome.messages.extend(delivered);
+            }
         }
     }
     if !outcome.messages.is_empty() && !job.auto_ack {

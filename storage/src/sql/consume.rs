@@ -34,46 +34,105 @@ struct PartitionCursorRow {
     retry_count: Option<i64>,
 }
 
-/// Claims the lease row of (partition, group) when it is free at `now`
-/// (released or expired), locking it until commit. `None` when another
-/// lease is live, or, on PostgreSQL, when another transaction (a pop or an
-/// ack here or on another broker) has the row locked: a pop skips such a
-/// partition instead of waiting on it. SQLite's single writer never finds
-/// a row locked, and creates it when missing; PostgreSQL's pop created the
-/// missing rows before ([`crate::backend::Store::create_lease_rows`]).
-pub(crate) async fn claim(
+/// A lease row claimed by [`claim_first`], with its place among the
+/// candidates.
+#[derive(sqlx::FromRow)]
+struct ClaimedRow {
+    place: i64,
+    #[sqlx(flatten)]
+    lease: LeaseRow,
+}
+
+/// Claims, in the order given, the first `wanted` of the `candidates`
+/// whose lease row for the group is free at `now` (released or expired),
+/// locking each until commit. Answers them with their leases, and how many
+/// candidates were looked at (all of them unless `wanted` were claimed).
+///
+/// A candidate is passed over when another lease is live on it, or, on
+/// PostgreSQL, when another transaction (a pop or an ack here or on another
+/// broker) has its row locked: a pop skips such a partition instead of
+/// waiting on it. PostgreSQL claims them all in one statement, a round trip
+/// instead of one per candidate (its pop created the missing rows before,
+/// [`crate::backend::Store::create_lease_rows`]). SQLite's single writer
+/// never finds a row locked; it claims one at a time (creating a missing
+/// row), answering after the first, since a statement costs it no round
+/// trip and the caller asks again only when it needs another.
+pub(crate) async fn claim_first(
     conn: &mut Conn<'_>,
-    partition_id: PartitionId,
+    candidates: &[PartitionId],
+    wanted: usize,
     group: &str,
     lease_id: &str,
     expires_at: i64,
     now: i64,
-) -> Result<Option<LeaseRow>> {
-    let sql = match conn {
-        Db::Sqlite(_) => format!(
-            "INSERT INTO consumer_leases (partition_id, consumer_group, lease_id, expires_at, claimed_at) \
-             VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
-             lease_id = excluded.lease_id, expires_at = excluded.expires_at, claimed_at = excluded.claimed_at \
-             WHERE consumer_leases.expires_at <= $5 RETURNING {LEASE_COLUMNS}"
-        ),
-        Db::Postgres(_) => format!(
-            "WITH unlocked AS (SELECT partition_id, consumer_group FROM consumer_leases \
-             WHERE partition_id = $1 AND consumer_group = $2 FOR UPDATE SKIP LOCKED) \
-             UPDATE consumer_leases l SET lease_id = $3, expires_at = $4, claimed_at = $5 \
-             FROM unlocked WHERE l.partition_id = unlocked.partition_id \
-             AND l.consumer_group = unlocked.consumer_group AND l.expires_at <= $5 \
-             RETURNING {LEASE_COLUMNS}"
-        ),
-    };
-    Ok(on_db!(conn, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(partition_id)
-        .bind(group)
-        .bind(lease_id)
-        .bind(expires_at)
-        .bind(now)
-        .fetch_optional(&mut **c)
-        .await?))
+) -> Result<(Vec<(PartitionId, LeaseRow)>, usize)> {
+    match conn {
+        Db::Sqlite(c) => {
+            let sql = format!(
+                "INSERT INTO consumer_leases (partition_id, consumer_group, lease_id, expires_at, claimed_at) \
+                 VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (partition_id, consumer_group) DO UPDATE SET \
+                 lease_id = excluded.lease_id, expires_at = excluded.expires_at, claimed_at = excluded.claimed_at \
+                 WHERE consumer_leases.expires_at <= $5 RETURNING {LEASE_COLUMNS}"
+            );
+            for (looked, &partition_id) in candidates.iter().enumerate() {
+                let lease: Option<LeaseRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
+                    .bind(partition_id)
+                    .bind(group)
+                    .bind(lease_id)
+                    .bind(expires_at)
+                    .bind(now)
+                    .fetch_optional(&mut **c)
+                    .await?;
+                if let Some(lease) = lease {
+                    return Ok((vec![(partition_id, lease)], looked + 1));
+                }
+            }
+            Ok((Vec::new(), candidates.len()))
+        }
+        Db::Postgres(c) => {
+            // Rows failing the expiry test once locked (a concurrent claim
+            // committed meanwhile) are dropped below the LIMIT, which then
+            // takes the next candidate.
+            let sql = format!(
+                "WITH wanted AS (SELECT w.id, w.place FROM UNNEST($1::bigint[]) \
+                 WITH ORDINALITY AS w(id, place)), \
+                 free AS (SELECT l.partition_id, w.place FROM consumer_leases l \
+                 JOIN wanted w ON w.id = l.partition_id \
+                 WHERE l.consumer_group = $2 AND l.expires_at <= $5 \
+                 ORDER BY w.place LIMIT $6 FOR UPDATE OF l SKIP LOCKED) \
+                 UPDATE consumer_leases l SET lease_id = $3, expires_at = $4, claimed_at = $5 \
+                 FROM free WHERE l.partition_id = free.partition_id AND l.consumer_group = $2 \
+                 RETURNING free.place, {LEASE_COLUMNS}"
+            );
+            let ids: Vec<i64> = candidates.iter().map(|id| id.get()).collect();
+            let mut rows: Vec<ClaimedRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(&ids)
+                .bind(group)
+                .bind(lease_id)
+                .bind(expires_at)
+                .bind(now)
+                .bind(i64::try_from(wanted).unwrap_or(i64::MAX))
+                .fetch_all(&mut **c)
+                .await?;
+            rows.sort_by_key(|row| row.place);
+            let looked = match rows.last() {
+                Some(last) if rows.len() >= wanted => {
+                    usize::try_from(last.place).unwrap_or(candidates.len())
+                }
+                _ => candidates.len(),
+            };
+            let mut claimed = Vec::with_capacity(rows.len());
+            for row in rows {
+                // Places count from 1.
+                let index = usize::try_from(row.place - 1).unwrap_or(usize::MAX);
+                if let Some(&partition_id) = candidates.get(index) {
+                    claimed.push((partition_id, row.lease));
+                }
+            }
+            Ok((claimed, looked))
+        }
+    }
 }
 
 /// Locks the lease row of (partition, group), creating a free one if

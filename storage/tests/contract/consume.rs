@@ -911,3 +911,89 @@ pub(crate) async fn pops_and_acks_in_pieces_of_segments_keep_every_message_in_or
         assert_eq!(txns, names(first..first + per_partition), "{partition}");
     }
 }
+
+pub(crate) async fn pops_follow_queue_changes_here_at_once_and_elsewhere_within_a_second(db: &Db) {
+    let (here, there) = (db.engine().await, db.engine().await);
+    let pop_all = |engine: &Engine| {
+        let engine = engine.clone();
+        async move {
+            let got = pop(&engine, "q", QUEUE_MODE_GROUP, 10).await;
+            let done = engine
+                .ack(QUEUE_MODE_GROUP, acks(&got, AckStatus::Completed))
+                .await
+                .expect("ack");
+            assert!(done.iter().all(AckResult::success));
+            txns(&got)
+        }
+    };
+    configure(&here, "q", QueueOptions::default()).await;
+    push_n(&here, "q", "p", 0, 1).await;
+    assert_eq!(pop_all(&here).await, names(0..1));
+
+    // A window buffer configured on this engine holds the next message at
+    // once, though its pops had just read the queue without one.
+    configure(
+        &here,
+        "q",
+        QueueOptions {
+            window_buffer: 60,
+            ..QueueOptions::default()
+        },
+    )
+    .await;
+    push_n(&here, "q", "p", 1, 1).await;
+    assert!(pop_all(&here).await.is_empty(), "held by the new buffer");
+
+    // Another engine (another broker) takes the buffer away: seen within
+    // a second.
+    there
+        .configure_keeping_topic_configs("q", &QueueOptions::default())
+        .await
+        .expect("configure");
+    db.clock.advance_ms(1_000);
+    assert_eq!(pop_all(&here).await, names(1..2));
+
+    // Deleted and created again by the other engine: a new queue id,
+    // found within a second.
+    assert!(there.delete_queue("q").await.expect("delete"));
+    push_n(&there, "q", "p", 2, 1).await;
+    db.clock.advance_ms(1_000);
+    assert_eq!(pop_all(&here).await, names(2..3));
+
+    // Deleted and created again here: found at once.
+    assert!(here.delete_queue("q").await.expect("delete"));
+    push_n(&here, "q", "p", 3, 1).await;
+    assert_eq!(pop_all(&here).await, names(3..4));
+}
+
+pub(crate) async fn a_pop_over_several_partitions_leaves_the_ones_it_did_not_fill_free(db: &Db) {
+    let engine = db.engine().await;
+    for (i, p) in ["a", "b", "c", "d"].into_iter().enumerate() {
+        push_n(&engine, "q", p, i * 5, 5).await;
+    }
+    let first = engine
+        .pop(&PopRequest {
+            max_partitions: 3,
+            ..request("q", QUEUE_MODE_GROUP, 7)
+        })
+        .await
+        .expect("pop");
+    assert_eq!(first.messages.len(), 7);
+    assert_eq!(first.partitions_claimed, 2, "the batch was full after two");
+    let held: HashSet<PartitionId> = first.messages.iter().map(|m| m.partition_id).collect();
+
+    // A second consumer finds the two partitions the first did not need.
+    let second = engine
+        .pop(&PopRequest {
+            max_partitions: 4,
+            ..request("q", QUEUE_MODE_GROUP, 100)
+        })
+        .await
+        .expect("pop");
+    assert_eq!(second.partitions_claimed, 2);
+    assert_eq!(second.messages.len(), 10);
+    assert!(second
+        .messages
+        .iter()
+        .all(|m| !held.contains(&m.partition_id)));
+}

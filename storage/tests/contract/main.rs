@@ -155,6 +155,8 @@ contract!(
     consume::delayed_processing_and_window_buffer_hold_messages,
     consume::lease_extension_never_shortens_or_resurrects,
     consume::two_engines_never_hold_the_same_lease,
+    consume::a_pop_over_several_partitions_leaves_the_ones_it_did_not_fill_free,
+    consume::pops_follow_queue_changes_here_at_once_and_elsewhere_within_a_second,
     consume::pops_and_acks_in_pieces_of_segments_keep_every_message_in_order,
     consume::depth_counts_from_positions_and_leases,
     consume::summaries_of_every_queue_match_each_depth,
