@@ -67,12 +67,12 @@ impl SqliteStore {
         let file = checkpoint::open_db_file(options.get_filename());
         checkpoint::spawn(checkpointer.clone(), writer.clone(), file.clone());
         let reader = SqlitePoolOptions::new()
-            .max_connections(4)
+            .max_connections(reader_count())
             // Every commit of the writer empties a reader's page cache (WAL
             // mode), so under appends a reader's cache mostly holds pages no
             // one reads again (a segment's overflow pages, read once): 512
-            // KiB keeps the b-trees' upper pages, and four readers' caches
-            // do not add up to what a consume's buffers hold.
+            // KiB keeps the b-trees' upper pages, and the readers' caches
+            // (four at most) do not add up to what a consume's buffers hold.
             .connect_with(options.read_only(true).pragma("cache_size", "-512"))
             .await?;
         Ok(Self {
@@ -99,4 +99,15 @@ impl SqliteStore {
         // Last: the last connection to close copies what is left of the WAL.
         self.checkpointer.close().await;
     }
+}
+
+/// How many read-only connections to open: one per core, at least two (so
+/// one long scan, such as a compaction's, never holds every reader) and at
+/// most four. Each is a thread of its own, and the pool hands its idle
+/// connections out in turn, so each reader's thread keeps an allocator
+/// arena of the megabyte segments it read: readers beyond the cores only
+/// add that memory, not speed (SQLite's reads here are CPU-bound, from the
+/// page cache).
+fn reader_count() -> u32 {
+    std::thread::available_parallelism().map_or(4, |n| n.get().clamp(2, 4) as u32)
 }
