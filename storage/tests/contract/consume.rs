@@ -683,31 +683,44 @@ pub(crate) async fn two_engines_never_hold_the_same_lease(db: &Db) {
     for worker in 0..8 {
         let engine = engines[worker % 2].clone();
         let (holders, delivered) = (holders.clone(), delivered.clone());
+        // Half the workers pop over up to three partitions at once, with a
+        // batch the first one seldom fills.
+        let pop = match worker % 4 {
+            0 | 1 => request("q", QUEUE_MODE_GROUP, 7),
+            _ => PopRequest {
+                max_partitions: 3,
+                ..request("q", QUEUE_MODE_GROUP, 50)
+            },
+        };
         tasks.spawn(async move {
             let mut empty = 0;
             while empty < 3 {
-                let got = engine
-                    .pop(&request("q", QUEUE_MODE_GROUP, 7))
-                    .await
-                    .expect("pop");
+                let got = engine.pop(&pop).await.expect("pop");
                 if got.messages.is_empty() {
                     empty += 1;
                     tokio::task::yield_now().await;
                     continue;
                 }
                 empty = 0;
-                let pid = got.messages[0].partition_id;
-                if let Some(other) = holders.lock().expect("lock").insert(pid, worker) {
-                    panic!("partition {pid} leased to {worker} while {other} holds it");
+                let pids: HashSet<PartitionId> =
+                    got.messages.iter().map(|m| m.partition_id).collect();
+                assert_eq!(pids.len(), got.partitions_claimed);
+                for &pid in &pids {
+                    if let Some(other) = holders.lock().expect("lock").insert(pid, worker) {
+                        panic!("partition {pid} leased to {worker} while {other} holds it");
+                    }
                 }
                 delivered.lock().expect("lock").extend(
                     got.messages
                         .iter()
                         .map(|m| (m.partition_id, m.offset, m.record.transaction_id())),
                 );
-                // Released from the map before the ack commits: the lease is
-                // still held, so nobody else can have claimed it yet.
-                holders.lock().expect("lock").remove(&pid);
+                // Released from the map before the ack commits: the leases
+                // are still held, so nobody else can have claimed them yet.
+                holders
+                    .lock()
+                    .expect("lock")
+                    .retain(|pid, _| !pids.contains(pid));
                 let r = engine
                     .ack(QUEUE_MODE_GROUP, acks(&got, AckStatus::Completed))
                     .await
