@@ -2,11 +2,12 @@
 //! what was delivered under the lease.
 //!
 //! Candidates are listed on a reader (no lock, no write transaction for an
-//! empty pop); the write transaction then claims each one with a
-//! conditional upsert of its lease row, which fails when another lease of
-//! the group is live. The claim is the only arbiter: a candidate that was
-//! claimed meanwhile is simply skipped, so two pops (on one broker or two)
-//! never hold the same (partition, group) at once.
+//! empty pop); the write transaction then claims them in order with a
+//! conditional write of their lease rows (on PostgreSQL as many as it needs
+//! in one statement), which passes over a row another lease of the group
+//! holds. The claim is the only arbiter: a candidate that was claimed
+//! meanwhile is simply skipped, so two pops (on one broker or two) never
+//! hold the same (partition, group) at once.
 
 use std::time::Duration;
 
