@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::budget::Budget;
 use crate::groups::Coordinator;
-use crate::produce_rules::{ProduceRules, RulesCache};
+use crate::produce_rules::ProduceRules;
 use crate::FacadeConfig;
 
 /// How often a broker renews its registration.
@@ -45,8 +45,6 @@ pub struct Broker {
     live: Mutex<Option<(tokio::time::Instant, Vec<BrokerInfo>)>>,
     /// What requests in flight may hold, across connections.
     budget: Budget,
-    /// What a produce must meet per topic, read from its configs.
-    produce_rules: RulesCache,
 }
 
 impl Broker {
@@ -78,7 +76,6 @@ impl Broker {
             cluster_id,
             live: Mutex::new(None),
             budget,
-            produce_rules: RulesCache::default(),
         })
     }
 
@@ -258,26 +255,15 @@ impl Broker {
         self.engine.queue(name).await
     }
 
-    /// What a produce to `topic` must meet, from its configs as read at
-    /// most [`crate::produce_rules::FRESH_FOR`] ago (the defaults for a
-    /// topic that does not exist yet).
+    /// What a produce to `topic` must meet, from its configs as the engine
+    /// keeps them (read at most a second ago; the defaults for a topic that
+    /// does not exist yet).
     pub(crate) async fn produce_rules(&self, topic: &str) -> Result<ProduceRules, StorageError> {
-        let now = std::time::Instant::now();
-        if let Some(rules) = self.produce_rules.get(topic, now) {
-            return Ok(rules);
-        }
-        let queue = self.engine.queue(topic).await?;
-        let rules = ProduceRules::of(
-            queue.as_ref().map(|q| &q.options),
+        let options = self.engine.queue_options(topic).await?;
+        Ok(ProduceRules::of(
+            options.as_deref(),
             self.config.max_message_bytes,
-        );
-        self.produce_rules.put(topic, rules, now);
-        Ok(rules)
-    }
-
-    /// Drops the cached produce rules of `topic`: its configs changed.
-    pub(crate) fn forget_produce_rules(&self, topic: &str) {
-        self.produce_rules.forget(topic);
+        ))
     }
 
     /// The name of the topic with Kafka topic id `id`.

@@ -3,25 +3,16 @@
 //! (`cleanup.policy` with `compact`) and whose time they carry
 //! (`message.timestamp.type`).
 //!
-//! A produce must not cost a catalog read, so each broker keeps the rules
-//! it read per topic for [`FRESH_FOR`]; this broker's own config changes
-//! (AlterConfigs, CreateTopics) drop the topic's entry at once, and other
-//! brokers' (or the HTTP door's) are seen within [`FRESH_FOR`], as Kafka's
-//! dynamic configs also reach its brokers a little later.
-
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+//! A produce must not cost a catalog read: the rules are worked out from
+//! the options the engine keeps per queue ([`storage::Engine::queue_options`]),
+//! where this broker's own config changes (AlterConfigs, CreateTopics, the
+//! HTTP configure) are seen at once and other brokers' within a second, as
+//! Kafka's dynamic configs also reach its brokers a little later.
 
 use storage::topic_configs;
 use storage::QueueOptions;
 
 use crate::records::TimestampType;
-
-/// How long rules read from the catalog are used.
-pub(crate) const FRESH_FOR: Duration = Duration::from_secs(1);
-/// Bound on the topics remembered; past it the cache starts afresh.
-const LIMIT: usize = 10_000;
 
 /// The rules a produce to one topic must meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,40 +56,6 @@ impl ProduceRules {
     }
 }
 
-/// The rules last read per topic, with when.
-#[derive(Debug, Default)]
-pub(crate) struct RulesCache {
-    entries: Mutex<HashMap<String, (Instant, ProduceRules)>>,
-}
-
-impl RulesCache {
-    /// The rules of `topic` read less than [`FRESH_FOR`] before `now`.
-    pub(crate) fn get(&self, topic: &str, now: Instant) -> Option<ProduceRules> {
-        self.entries()
-            .get(topic)
-            .filter(|(at, _)| now.saturating_duration_since(*at) < FRESH_FOR)
-            .map(|&(_, rules)| rules)
-    }
-
-    /// Remembers the rules of `topic` as read at `now`.
-    pub(crate) fn put(&self, topic: &str, rules: ProduceRules, now: Instant) {
-        let mut entries = self.entries();
-        if entries.len() >= LIMIT {
-            entries.clear();
-        }
-        entries.insert(topic.to_owned(), (now, rules));
-    }
-
-    /// Forgets the rules of `topic`: its configs changed.
-    pub(crate) fn forget(&self, topic: &str) {
-        self.entries().remove(topic);
-    }
-
-    fn entries(&self) -> MutexGuard<'_, HashMap<String, (Instant, ProduceRules)>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,22 +86,5 @@ mod tests {
             }
         );
         assert_eq!(ProduceRules::of(None, 7).max_message_bytes, 7);
-    }
-
-    #[test]
-    fn cached_rules_expire_and_can_be_forgotten() {
-        let cache = RulesCache::default();
-        let rules = ProduceRules::of(None, 1);
-        let t0 = Instant::now();
-        cache.put("t", rules, t0);
-        assert_eq!(cache.get("t", t0), Some(rules));
-        assert_eq!(
-            cache.get("t", t0 + FRESH_FOR),
-            None,
-            "stale after FRESH_FOR"
-        );
-        cache.put("t", rules, t0);
-        cache.forget("t");
-        assert_eq!(cache.get("t", t0), None);
     }
 }

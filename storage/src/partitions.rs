@@ -15,8 +15,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use crate::error::Result;
 use crate::model::{PartitionId, QueueInfo};
 use crate::options::QueueOptions;
+use crate::Engine;
 
 /// Bound on the entries kept; past it the cache starts afresh.
 const LIMIT: usize = 100_000;
@@ -108,6 +110,36 @@ impl PartitionCache {
 
     fn maps(&self) -> MutexGuard<'_, Maps> {
         self.maps.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Engine {
+    /// The id and options of a queue, read again once the cached ones are
+    /// stale. A queue not found is not remembered: a push may create it any
+    /// moment.
+    pub(crate) async fn queue_ref(&self, queue: &str) -> Result<Option<QueueRef>> {
+        let cache = &self.inner.partitions;
+        let now = self.inner.clock.now_ms();
+        if let Some(found) = cache.queue(queue, now) {
+            return Ok(Some(found));
+        }
+        let Some((id, options)) = crate::sql::consume::queue_ref(&self.inner.store, queue).await?
+        else {
+            return Ok(None);
+        };
+        let found = QueueRef {
+            id,
+            options: options.into(),
+        };
+        cache.put_queue_ref(queue, found.clone(), now);
+        Ok(Some(found))
+    }
+
+    /// The options of a queue, as read at most [`QUEUE_FRESH_FOR`] ms ago:
+    /// this broker's own changes are seen at once, another broker's within
+    /// that time. `None` when the queue does not exist.
+    pub async fn queue_options(&self, queue: &str) -> Result<Option<Arc<QueueOptions>>> {
+        Ok(self.queue_ref(queue).await?.map(|found| found.options))
     }
 }
 

@@ -142,10 +142,7 @@ pub(super) async fn change_topic(
         .await
         .map_err(storage)?
     {
-        OptionsUpdate::Updated(_) => {
-            broker.forget_produce_rules(name);
-            Ok(())
-        }
+        OptionsUpdate::Updated(_) => Ok(()),
         OptionsUpdate::Refused(e) => Err(config_refusal(e)),
         OptionsUpdate::NoQueue => Err(unknown()),
     }

@@ -110,7 +110,6 @@ async fn create(
     };
     match outcome {
         Ok(TopicCreation::Created) => {
-            broker.forget_produce_rules(&name);
             if version >= 5 {
                 result.num_partitions = partitions;
                 result.replication_factor = 1;

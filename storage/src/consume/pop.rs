@@ -190,7 +190,7 @@ async fn attempt(
     let Some(QueueRef {
         id: queue_id,
         options,
-    }) = queue_ref(engine, &request.queue).await?
+    }) = engine.queue_ref(&request.queue).await?
     else {
         return Ok((PopOutcome::default(), None));
     };
@@ -255,25 +255,6 @@ async fn attempt(
     let outcome = engine.inner.consume.writers.pop(job).await?;
     let recheck = (outcome.messages.is_empty() && timed).then_some(RECHECK);
     Ok((outcome, recheck))
-}
-
-/// The queue's id and options, read again once the cached ones are stale.
-/// A queue not found is not remembered: a push may create it any moment.
-async fn queue_ref(engine: &Engine, queue: &str) -> Result<Option<QueueRef>> {
-    let cache = &engine.inner.partitions;
-    let now = engine.inner.clock.now_ms();
-    if let Some(found) = cache.queue(queue, now) {
-        return Ok(Some(found));
-    }
-    let Some((id, options)) = consume::queue_ref(&engine.inner.store, queue).await? else {
-        return Ok(None);
-    };
-    let found = QueueRef {
-        id,
-        options: options.into(),
-    };
-    cache.put_queue_ref(queue, found.clone(), now);
-    Ok(Some(found))
 }
 
 /// Registers a named group on the queue the first time this engine sees
