@@ -12,6 +12,10 @@ use sqlx::{Connection, PgPool};
 
 use crate::error::Result;
 
+/// How long a pooled connection may sit idle before it is checked again
+/// before use.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
 pub(crate) struct PgStore {
@@ -25,6 +29,20 @@ impl PgStore {
         let options = PgConnectOptions::from_str(url)?;
         let pool = PgPoolOptions::new()
             .max_connections(16)
+            // sqlx pings a pooled connection before handing it out, a round
+            // trip to the server for every statement run on the pool and
+            // every transaction begun. A connection used within the last
+            // second is handed out as it is; one idle longer is checked,
+            // since the server or a proxy may have closed it meanwhile.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= STALE_AFTER {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             // A connection's socket buffers grow to the largest message it
             // carried (a group commit's segments, a page of segments read)
             // and kept that size, and the pool hands its connections out in

@@ -50,13 +50,15 @@ impl SqliteStore {
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             // An embedded connection does not go stale; pinging it before
-            // every transaction only adds a round trip to its thread.
+            // every use only adds a round trip to its thread (so for the
+            // checkpointer and the readers too).
             .test_before_acquire(false)
             .connect_with(options.clone().pragma("wal_autocheckpoint", "0"))
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&writer).await?;
         let checkpointer = SqlitePoolOptions::new()
             .max_connections(1)
+            .test_before_acquire(false)
             .connect_with(
                 options
                     .clone()
@@ -68,6 +70,7 @@ impl SqliteStore {
         checkpoint::spawn(checkpointer.clone(), writer.clone(), file.clone());
         let reader = SqlitePoolOptions::new()
             .max_connections(reader_count())
+            .test_before_acquire(false)
             // Every commit of the writer empties a reader's page cache (WAL
             // mode), so under appends a reader's cache mostly holds pages no
             // one reads again (a segment's overflow pages, read once): 512

@@ -115,3 +115,44 @@ async fn dedup_pages_are_not_toasted() {
     .expect("toast size");
     assert_eq!(toasted, 0, "run pages were moved to TOAST");
 }
+
+/// A pooled connection idle for a second or more is checked before use
+/// (the server, a restart or a proxy may have closed it); one in steady use
+/// is handed out unchecked, which saves a round trip per statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn connections_the_server_closed_are_replaced_before_use() {
+    let db = Db::postgres().await;
+    let engine = db.engine().await;
+    let p = one_partition_topic(&engine, "reconnected").await;
+    for i in 0..3 {
+        engine
+            .append_records("reconnected", p, vec![kafka("before", i)])
+            .await
+            .expect("append");
+    }
+    // Every connection of the engine's pool closed by the server.
+    let mut admin = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    let closed: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .expect("terminate");
+    assert!(!closed.is_empty(), "the engine held no connection");
+    tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
+
+    // Reads are not retried: each one that took a closed connection would
+    // fail. As many as the pool may hold, so every closed one is taken.
+    for _ in 0..16 {
+        let read = engine
+            .read_partition(p, 0, 100, 1 << 20)
+            .await
+            .expect("read after the server closed the pool's connections");
+        assert_eq!(read.len(), 3);
+    }
+    engine
+        .append_records("reconnected", p, vec![kafka("after", 3)])
+        .await
+        .expect("append after the server closed the pool's connections");
+}
