@@ -369,17 +369,19 @@ pub fn decode_segment(format: i16, mut blob: Bytes, count: usize) -> Result<Vec<
     Ok(records)
 }
 
-/// Unpacks records `skip .. skip + take` of a segment of `count` records:
-/// the ones before are stepped over without being copied, the ones after
-/// are not read. A consumer reading a batch of 100 from a segment of 1,000
-/// pays for its 100.
+/// Unpacks records `skip .. skip + take` of a segment of `count` records,
+/// one at a time as they are taken: the ones before are stepped over
+/// without being copied, the ones after are not read. A consumer reading a
+/// batch of 100 from a segment of 1,000 pays for its 100, and each record
+/// is decoded straight into wherever the caller keeps it (a fetch's
+/// thousands of records were moved through a vector of their own first).
 pub fn decode_segment_range(
     format: i16,
     mut blob: Bytes,
     count: usize,
     skip: usize,
     take: usize,
-) -> Result<Vec<Record>> {
+) -> Result<SegmentRecords> {
     if format != FORMAT_V1 {
         return Err(corrupt("unknown segment format"));
     }
@@ -388,11 +390,35 @@ pub fn decode_segment_range(
     for _ in 0..skip {
         skip_record(&mut blob)?;
     }
-    let mut records = Vec::with_capacity(take);
-    for _ in 0..take {
-        records.push(Record::decode(&mut blob)?);
+    Ok(SegmentRecords { blob, left: take })
+}
+
+/// The records [`decode_segment_range`] unpacks, each decoded when taken;
+/// after a damaged record's error it yields nothing more.
+#[derive(Debug)]
+pub struct SegmentRecords {
+    blob: Bytes,
+    left: usize,
+}
+
+impl SegmentRecords {
+    /// How many records are left to take, if none is damaged.
+    pub fn remaining(&self) -> usize {
+        self.left
     }
-    Ok(records)
+}
+
+impl Iterator for SegmentRecords {
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Result<Record>> {
+        self.left = self.left.checked_sub(1)?;
+        let record = Record::decode(&mut self.blob);
+        if record.is_err() {
+            self.left = 0;
+        }
+        Some(record)
+    }
 }
 
 /// Steps over one record at the front of `buf`.
@@ -609,6 +635,7 @@ mod tests {
         for skip in 0..=records.len() {
             for take in 0..=records.len() {
                 let got = decode_segment_range(FORMAT_V1, blob.clone(), records.len(), skip, take)
+                    .and_then(|r| r.collect::<Result<Vec<_>>>())
                     .expect("decodes");
                 let end = (skip + take).min(records.len());
                 assert_eq!(got, records[skip.min(end)..end], "skip {skip} take {take}");
@@ -624,5 +651,27 @@ mod tests {
             assert!(r.is_err(), "cut at {cut} must fail");
         }
         assert!(decode_segment(2, Bytes::from(blob), 2).is_err());
+    }
+
+    /// A damaged record in a range is an error where it lies, after the
+    /// records before it, and ends the range.
+    #[test]
+    fn a_damaged_record_ends_its_range_with_an_error() {
+        let whole = [json(Some("x"), true), kafka(Some(b"k"), Some(b"v"), 7)];
+        let first = encode_segment(&whole[..1]).len();
+        let blob = encode_segment(&whole);
+        for cut in first..blob.len() {
+            let damaged = Bytes::copy_from_slice(&blob[..cut]);
+            let got: Vec<Result<Record>> = decode_segment_range(FORMAT_V1, damaged, 2, 0, 2)
+                .expect("the start is whole")
+                .collect();
+            assert_eq!(got.len(), 2, "cut at {cut}");
+            assert_eq!(got[0].as_ref().ok(), Some(&whole[0]), "cut at {cut}");
+            assert!(got[1].is_err(), "cut at {cut} must fail");
+        }
+        let mut records = decode_segment_range(FORMAT_V1, Bytes::from_static(&[0xff]), 3, 0, 3)
+            .expect("nothing skipped");
+        assert!(matches!(records.next(), Some(Err(_))));
+        assert!(records.next().is_none(), "nothing after the damage");
     }
 }

@@ -462,7 +462,8 @@ async fn resolve(
         let skip = usize::try_from(next - base).unwrap_or(0);
         let take = usize::try_from(hi - base).unwrap_or(0).saturating_sub(skip);
         let records = segment.decode_range(skip, take)?;
-        for (i, record) in records.into_iter().enumerate() {
+        for (i, record) in records.enumerate() {
+            let record = record?;
             let offset = base + (skip + i) as i64;
             if let Some(f) = record.with_transaction_id(|txn| found.get_mut(txn)) {
                 if offset < c {

@@ -393,9 +393,10 @@ async fn deliver(
             let stable = usize::try_from(upper - start).unwrap_or(usize::MAX);
             let take = (room - read.len()).min(stable);
             let records = segment.decode_range(skip, take)?;
-            for (i, record) in records.into_iter().enumerate() {
+            read.reserve(records.remaining());
+            for (i, record) in records.enumerate() {
                 let offset = base + (skip + i) as i64;
-                read.push((offset, created_at, record));
+                read.push((offset, created_at, record?));
                 next = offset + 1;
             }
             let done = read.len() >= room || next >= upper;

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::log::TimestampedOffset;
 use crate::model::PartitionId;
 use crate::model::StoredMessage;
-use crate::record::{decode_segment, decode_segment_range, Record};
+use crate::record::{decode_segment, decode_segment_range, Record, SegmentRecords};
 use crate::sealing::Sealer;
 use crate::tails::Tails;
 
@@ -85,8 +85,8 @@ impl Opened {
     }
 
     /// Up to `take` records of the segment after its first `skip`: only
-    /// those are decoded.
-    pub(crate) fn decode_range(&self, skip: usize, take: usize) -> Result<Vec<Record>> {
+    /// those are decoded, as they are taken.
+    pub(crate) fn decode_range(&self, skip: usize, take: usize) -> Result<SegmentRecords> {
         let count = usize::try_from(self.count).unwrap_or(0);
         decode_segment_range(self.format, self.records.clone(), count, skip, take)
     }
@@ -322,14 +322,16 @@ fn take_from(
         take = available.min(room.messages).min(1);
     }
     let records = segment.decode_range(skip, take)?;
-    let taken = records.len();
-    for (i, record) in records.into_iter().enumerate() {
+    out.reserve(records.remaining());
+    let before = out.len();
+    for (i, record) in records.enumerate() {
         out.push(StoredMessage {
             offset: base + (skip + i) as i64,
             created_at_ms,
-            record,
+            record: record?,
         });
     }
+    let taken = out.len() - before;
     if taken > 0 {
         *next = base + (skip + taken) as i64;
     }
