@@ -171,7 +171,15 @@ fn produce(broker: &Broker, topic: &str, partitions: i32, records: usize, mode: 
     )
 }
 
-fn consume(broker: &Broker, topic: &str, partitions: i32, records: usize, isolation: &str) -> f64 {
+/// Reads `records` from offset 0 of every partition: the seconds from the
+/// assignment to the last record, and to the first.
+fn consume(
+    broker: &Broker,
+    topic: &str,
+    partitions: i32,
+    records: usize,
+    isolation: &str,
+) -> (f64, f64) {
     let consumer: BaseConsumer = client(broker)
         .set("group.id", "bench-no-commits")
         .set("isolation.level", isolation)
@@ -186,16 +194,18 @@ fn consume(broker: &Broker, topic: &str, partitions: i32, records: usize, isolat
     }
     consumer.assign(&tpl).expect("assign");
     let started = Instant::now();
+    let mut first = None;
     let mut seen = 0;
     while seen < records {
         if let Some(m) = consumer.poll(Duration::from_secs(5)) {
             m.expect("message");
+            first.get_or_insert_with(|| started.elapsed().as_secs_f64());
             seen += 1;
         } else {
             panic!("consumer stalled after {seen} records");
         }
     }
-    started.elapsed().as_secs_f64()
+    (started.elapsed().as_secs_f64(), first.unwrap_or(0.0))
 }
 
 /// Three members of one group speaking `protocol` (`classic`, or
@@ -432,14 +442,16 @@ async fn main() {
                 }
                 let after_produce = peak_rss_mib(broker.child.id());
                 let topic = topic(repeat - 1);
-                let consumed = consume(&broker, &topic, partitions, n, &isolation);
+                let (consumed, first) = consume(&broker, &topic, partitions, n, &isolation);
                 let mb = (n * 100) as f64 / 1e6;
                 println!(
-                    "{backend:8} partitions {partitions} {mode}: produce {:>9.0} rec/s {:6.1} MB/s | consume ({isolation}) {:>9.0} rec/s {:6.1} MB/s | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB)",
+                    "{backend:8} partitions {partitions} {mode}: produce {:>9.0} rec/s {:6.1} MB/s | consume ({isolation}) {:>9.0} rec/s {:6.1} MB/s (first record after {:.0} ms, {:.0} rec/s from it) | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB)",
                     n as f64 / produced,
                     mb / produced,
                     n as f64 / consumed,
                     mb / consumed,
+                    first * 1e3,
+                    (n - 1) as f64 / (consumed - first).max(f64::EPSILON),
                     peak_rss_mib(broker.child.id()),
                 );
                 if partitions == 8 && !throughput_only {
