@@ -355,15 +355,10 @@ pub fn encode_segment<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<
 }
 
 /// Unpacks the `records` column of a segment of `count` records.
-pub fn decode_segment(format: i16, mut blob: Bytes, count: usize) -> Result<Vec<Record>> {
-    if format != FORMAT_V1 {
-        return Err(corrupt("unknown segment format"));
-    }
-    let mut records = Vec::with_capacity(count);
-    for _ in 0..count {
-        records.push(Record::decode(&mut blob)?);
-    }
-    if blob.has_remaining() {
+pub fn decode_segment(format: i16, blob: Bytes, count: usize) -> Result<Vec<Record>> {
+    let mut all = decode_segment_range(format, blob, count, 0, count)?;
+    let records = all.by_ref().collect::<Result<Vec<_>>>()?;
+    if all.blob.has_remaining() {
         return Err(corrupt("trailing bytes in segment"));
     }
     Ok(records)

@@ -38,7 +38,7 @@ impl PgStore {
             .before_acquire(|conn, meta| {
                 Box::pin(async move {
                     if meta.idle_for >= STALE_AFTER {
-                        sqlx::Connection::ping(conn).await?;
+                        conn.ping().await?;
                     }
                     Ok(true)
                 })
