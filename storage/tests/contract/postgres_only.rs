@@ -1,4 +1,5 @@
-//! What only PostgreSQL does: how it stores segments.
+//! What only PostgreSQL does: how it stores segments, and how the pool
+//! treats connections the server closed.
 
 use sqlx::Connection;
 use storage::Record;
