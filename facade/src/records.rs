@@ -3,8 +3,9 @@
 //! Produce: [`decode_batches`] checks each batch (length, magic, CRC-32C),
 //! decompresses it within a budget and turns every record into a stored
 //! [`Record`] with a minted id (a message set of magic 0 or 1, from an old
-//! client, is read by `legacy::message_set`). Fetch: [`encode_batch`]
-//! writes stored messages as one uncompressed batch.
+//! client, is read by `legacy::message_set`). Fetch: [`BatchWriter`]
+//! writes stored records into uncompressed batches one at a time, straight
+//! from storage; [`encode_batch`] writes decoded messages through it.
 //!
 //! The record level is written here rather than taken from
 //! `kafka_protocol::records`, because that codec keeps headers in a map
@@ -13,12 +14,16 @@
 
 use std::io::Read;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use storage::producers::ProducerBatch;
 use storage::record::TxnMark;
 use storage::{Content, Header, KafkaRecord, Record, StoredMessage};
 
 use crate::varint;
+
+mod writer;
+
+pub(crate) use writer::{BatchWriter, Outgoing, Written};
 
 /// Why a produced batch was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -311,26 +316,10 @@ fn snappy(data: &[u8], budget: usize) -> Result<Bytes, BatchError> {
     Ok(Bytes::from(out))
 }
 
-/// What a stored message looks like to a Kafka consumer.
-struct Outgoing<'a> {
-    timestamp: i64,
-    key: Option<&'a [u8]>,
-    value: Option<&'a [u8]>,
-    headers: Vec<(&'a [u8], Option<&'a [u8]>)>,
-}
-
 /// The header that carries a native message's transaction id.
 pub const TRANSACTION_ID_HEADER: &str = "queen-transaction-id";
 /// The header that carries a native message's trace id.
 pub const TRACE_ID_HEADER: &str = "queen-trace-id";
-
-/// The transaction of a stored message, if it has one.
-pub(crate) fn txn_of(m: &StoredMessage) -> Option<TxnMark> {
-    match &m.record.content {
-        Content::Kafka(k) => k.txn,
-        Content::Json(_) => None,
-    }
-}
 
 /// Whose time a topic's records carry (`message.timestamp.type`), which a
 /// fetched batch states in its attributes.
@@ -361,177 +350,14 @@ impl TimestampType {
     }
 }
 
-/// Writes `messages` (ascending offsets; a compacted topic leaves gaps) as
-/// uncompressed magic-2 batches: one, unless transactions are among them,
-/// whose records and markers go in batches of their own carrying the
-/// producer and the transactional and control attributes, as Kafka's log
-/// holds them (read_committed clients drop aborted batches by producer).
-/// With [`TimestampType::LogAppend`] each append time starts a batch of its
-/// own, as Kafka's log holds one batch per append, so every record keeps
-/// its time.
+/// Writes decoded `messages` (ascending offsets) as uncompressed magic-2
+/// batches (see [`BatchWriter`]), whatever their size.
 pub fn encode_batch(messages: &[StoredMessage], times: TimestampType, out: &mut BytesMut) {
-    let mut rest = messages;
-    while let Some(first) = rest.first() {
-        let txn = txn_of(first);
-        let appended = first.timestamp_ms();
-        let run = rest
-            .iter()
-            .position(|m| {
-                txn_of(m) != txn
-                    || (times == TimestampType::LogAppend && m.timestamp_ms() != appended)
-            })
-            .unwrap_or(rest.len());
-        encode_run(&rest[..run], txn, times, out);
-        rest = &rest[run..];
+    let mut writer = BatchWriter::new(out, times, usize::MAX, true);
+    for m in messages {
+        writer.push(&Outgoing::decoded(m));
     }
-}
-
-/// Writes `messages`, all of the transaction `txn` (or none), as one batch.
-fn encode_run(
-    messages: &[StoredMessage],
-    txn: Option<TxnMark>,
-    times: TimestampType,
-    out: &mut BytesMut,
-) {
-    let Some(first) = messages.first() else {
-        return;
-    };
-    // Only native messages carry their ids as headers: a Kafka record's
-    // minted id is never formatted (that was a third of a fetch's work).
-    let ids: Vec<(String, Option<String>)> = messages
-        .iter()
-        .map(|m| match m.record.content {
-            Content::Json(_) => (
-                m.record.transaction_id(),
-                m.record.trace_id.map(|t| t.to_string()),
-            ),
-            Content::Kafka(_) => (String::new(), None),
-        })
-        .collect();
-    let outgoing: Vec<Outgoing<'_>> = messages
-        .iter()
-        .zip(&ids)
-        .map(|(m, (txn, trace))| match &m.record.content {
-            Content::Kafka(k) => Outgoing {
-                timestamp: k.timestamp_ms,
-                key: k.key.as_deref(),
-                value: k.value.as_deref(),
-                headers: k
-                    .headers
-                    .iter()
-                    .map(|h| (&h.key[..], h.value.as_deref()))
-                    .collect(),
-            },
-            Content::Json(json) => {
-                let mut headers = vec![(TRANSACTION_ID_HEADER.as_bytes(), Some(txn.as_bytes()))];
-                if let Some(trace) = trace {
-                    headers.push((TRACE_ID_HEADER.as_bytes(), Some(trace.as_bytes())));
-                }
-                Outgoing {
-                    timestamp: m.created_at_ms,
-                    key: None,
-                    value: Some(json.as_bytes()),
-                    headers,
-                }
-            }
-        })
-        .collect();
-    let base_timestamp = outgoing.iter().map(|o| o.timestamp).min().unwrap_or(0);
-    let max_timestamp = outgoing.iter().map(|o| o.timestamp).max().unwrap_or(0);
-
-    let start = out.len();
-    out.put_i64(first.offset);
-    out.put_i32(0); // batch length, filled below
-    out.put_i32(0); // partition leader epoch
-    out.put_i8(2);
-    out.put_u32(0); // CRC, filled below
-    let crc_from = out.len();
-    // Attributes: no compression, the topic's timestamp type, and the
-    // transaction's.
-    out.put_i16(
-        times.attribute()
-            | match txn {
-                None => 0,
-                Some(TxnMark { marker: None, .. }) => ATTR_TRANSACTIONAL,
-                Some(TxnMark {
-                    marker: Some(_), ..
-                }) => ATTR_TRANSACTIONAL | ATTR_CONTROL,
-            },
-    );
-    let delta = |m: &StoredMessage| (m.offset - first.offset) as i32;
-    out.put_i32(messages.last().map_or(0, delta)); // last offset delta
-    out.put_i64(base_timestamp);
-    out.put_i64(max_timestamp);
-    out.put_i64(txn.map_or(-1, |t| t.producer_id));
-    out.put_i16(txn.map_or(-1, |t| t.epoch));
-    out.put_i32(-1); // base sequence
-    out.put_i32(messages.len() as i32);
-    // Each record is written straight into `out` behind its length, which
-    // is worked out first, and `out` grows once for the whole batch: a
-    // fetch copies every value once here.
-    let lens: Vec<usize> = messages
-        .iter()
-        .zip(&outgoing)
-        .map(|(m, o)| {
-            1 + varlong_len(o.timestamp - base_timestamp)
-                + varlong_len(i64::from(delta(m)))
-                + nullable_len(o.key)
-                + nullable_len(o.value)
-                + varlong_len(o.headers.len() as i64)
-                + o.headers
-                    .iter()
-                    .map(|(k, v)| nullable_len(Some(k)) + nullable_len(*v))
-                    .sum::<usize>()
-        })
-        .collect();
-    out.reserve(lens.iter().map(|&l| varlong_len(l as i64) + l).sum());
-    for ((m, o), len) in messages.iter().zip(&outgoing).zip(lens) {
-        let timestamp_delta = o.timestamp - base_timestamp;
-        let offset_delta = i64::from(delta(m));
-        put_varlong(out, len as i64);
-        out.put_i8(0);
-        put_varlong(out, timestamp_delta);
-        put_varlong(out, offset_delta);
-        put_nullable(out, o.key);
-        put_nullable(out, o.value);
-        put_varlong(out, o.headers.len() as i64);
-        for (k, v) in &o.headers {
-            put_nullable(out, Some(k));
-            put_nullable(out, *v);
-        }
-    }
-    let batch_len = (out.len() - start - 12) as i32;
-    out[start + 8..start + 12].copy_from_slice(&batch_len.to_be_bytes());
-    let crc = crc32c::crc32c(&out[crc_from..]);
-    out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
-}
-
-/// Writes `v` zigzag-encoded as a varint (a record's varlongs).
-fn put_varlong(out: &mut BytesMut, v: i64) {
-    crate::varint::put_unsigned(out, ((v << 1) ^ (v >> 63)) as u64);
-}
-
-/// How many bytes [`put_varlong`] writes for `v`.
-fn varlong_len(v: i64) -> usize {
-    storage::record::varint_len(((v << 1) ^ (v >> 63)) as u64)
-}
-
-/// How many bytes [`put_nullable`] writes for `bytes`.
-fn nullable_len(bytes: Option<&[u8]>) -> usize {
-    match bytes {
-        None => varlong_len(-1),
-        Some(b) => varlong_len(b.len() as i64) + b.len(),
-    }
-}
-
-fn put_nullable(out: &mut BytesMut, bytes: Option<&[u8]>) {
-    match bytes {
-        None => put_varlong(out, -1),
-        Some(b) => {
-            put_varlong(out, b.len() as i64);
-            out.put_slice(b);
-        }
-    }
+    writer.finish();
 }
 
 #[cfg(test)]
@@ -603,16 +429,6 @@ mod tests {
     }
 
     #[test]
-    fn varlong_len_is_what_put_varlong_writes() {
-        let edges = [0, 1, -1, 63, -64, 64, -65, 8191, 8192, i64::from(i32::MAX)];
-        for v in edges.into_iter().chain([i64::MAX, i64::MIN]) {
-            let mut out = BytesMut::new();
-            put_varlong(&mut out, v);
-            assert_eq!(varlong_len(v), out.len(), "{v}");
-        }
-    }
-
-    #[test]
     fn every_codec_decodes() {
         for c in [
             Compression::None,
@@ -663,6 +479,72 @@ mod tests {
             decode_batches(produced(Compression::Zstd), 8),
             Err(BatchError::TooLarge(8))
         );
+    }
+
+    /// A batch is based at its first record's timestamp, as Kafka's log
+    /// holds them: a later, earlier record gets a negative delta, and the
+    /// batch states the largest.
+    #[test]
+    fn a_batch_is_based_at_its_first_record() {
+        let messages: Vec<StoredMessage> = [200, 100, 300, 250]
+            .into_iter()
+            .enumerate()
+            .map(|(i, ts)| stored_v(10 + i as i64, ts, None))
+            .collect();
+        let mut out = BytesMut::new();
+        encode_batch(&messages, TimestampType::Create, &mut out);
+        assert_eq!(out[27..35], 200i64.to_be_bytes(), "base timestamp");
+        assert_eq!(out[35..43], 300i64.to_be_bytes(), "max timestamp");
+        let set = RecordBatchDecoder::decode(&mut out.freeze()).expect("reference decoder");
+        let times: Vec<i64> = set.records.iter().map(|r| r.timestamp).collect();
+        assert_eq!(times, [200, 100, 300, 250]);
+    }
+
+    /// A writer stays within its limit, record by record, except for a
+    /// first record that must go whatever its size; what it reports is
+    /// what it wrote.
+    #[test]
+    fn the_writer_keeps_its_limit_and_says_what_it_wrote() {
+        let value = Bytes::from(vec![7u8; 50]);
+        let messages: Vec<StoredMessage> = (0..20)
+            .map(|i| {
+                let mut m = stored_v(100 + i, 1_000 + i, None);
+                if let Content::Kafka(k) = &mut m.record.content {
+                    k.value = Some(value.clone());
+                }
+                m
+            })
+            .collect();
+        for at_least_one in [false, true] {
+            let mut before = 0;
+            for limit in (0..1_600).step_by(7) {
+                let mut out = BytesMut::new();
+                let mut writer =
+                    BatchWriter::new(&mut out, TimestampType::Create, limit, at_least_one);
+                let pushed = messages
+                    .iter()
+                    .take_while(|m| writer.push(&Outgoing::decoded(m)))
+                    .count();
+                let written = writer.finish();
+                assert_eq!(written.records, pushed);
+                assert!(written.records >= before, "more room never writes less");
+                before = written.records;
+                if out.len() > limit {
+                    assert!(at_least_one && written.records == 1, "limit {limit}");
+                }
+                if written.records == 0 {
+                    assert!(out.is_empty());
+                    assert!(!at_least_one);
+                    continue;
+                }
+                let set = RecordBatchDecoder::decode(&mut out.freeze()).expect("reference decoder");
+                let offsets: Vec<i64> = set.records.iter().map(|r| r.offset).collect();
+                let expected: Vec<i64> = (100..100 + pushed as i64).collect();
+                assert_eq!(offsets, expected, "limit {limit}");
+                assert_eq!(written.last_offset, expected.last().copied());
+            }
+            assert_eq!(before, messages.len(), "a large enough limit takes all");
+        }
     }
 
     #[test]

@@ -102,7 +102,10 @@ pub use model::{
     QueueSummary, StoredMessage, DEFAULT_PARTITION, MAX_NAME_BYTES, MAX_TRANSACTION_ID_BYTES,
 };
 pub use options::QueueOptions;
-pub use record::{Content, Header, KafkaRecord, Record};
+pub use record::{
+    BodyView, Content, Header, HeaderViews, KafkaRecord, KafkaView, Record, RecordView,
+    StoredRecords,
+};
 pub use reseal::ResealReport;
 pub use stats::{GroupLag, PartitionSize, PoolStats, TopicStats};
 pub use topics::TopicCreation;
@@ -405,7 +408,7 @@ impl Engine {
         let Some(p) = info.partitions.iter().find(|p| p.name == partition) else {
             return Ok(Vec::new());
         };
-        sql::segments::read(
+        let stored = sql::segments::read(
             &self.inner.store,
             &self.inner.sealer,
             &self.inner.tails,
@@ -414,7 +417,8 @@ impl Engine {
             max,
             usize::MAX,
         )
-        .await
+        .await?;
+        stored.iter().flat_map(StoredRecords::decode).collect()
     }
 
     /// Checks that the database answers.

@@ -10,9 +10,8 @@ use crate::append::{AppendJob, JobOutcome};
 use crate::committer::Answer;
 use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
-use crate::model::StoredMessage;
 use crate::producers::ProducerBatch;
-use crate::record::Record;
+use crate::record::{Record, StoredRecords};
 use crate::sql;
 use crate::Engine;
 
@@ -125,16 +124,17 @@ impl Engine {
         })
     }
 
-    /// Messages of a partition from `from` on, in offset order: up to
-    /// `max_messages`, stopping after the segment that passes `max_bytes`
-    /// (at least one segment is read when there is one).
+    /// Records of a partition from `from` on, in offset order and as
+    /// stored (one [`StoredRecords`] per segment they come from, read in
+    /// place rather than decoded): up to `max_messages`, and no more than
+    /// `max_bytes` of stored bytes (at least one record when there is one).
     pub async fn read_partition(
         &self,
         partition_id: PartitionId,
         from: i64,
         max_messages: usize,
         max_bytes: usize,
-    ) -> Result<Vec<StoredMessage>> {
+    ) -> Result<Vec<StoredRecords>> {
         sql::segments::read(
             &self.inner.store,
             &self.inner.sealer,

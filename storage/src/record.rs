@@ -21,10 +21,13 @@
 //!
 //! A minted transaction id is the message id's text, so it is not stored.
 
+mod view;
+
 use bytes::{Buf, Bytes};
 use uuid::Uuid;
 
 use crate::error::{Result, StorageError};
+pub use view::{BodyView, HeaderViews, KafkaView, RecordView, StoredRecords};
 
 /// The layout version written into every segment row.
 pub const FORMAT_V1: i16 = 1;
@@ -271,77 +274,14 @@ impl Record {
         }
     }
 
-    /// Reads one record from the front of `buf`, advancing it.
+    /// Reads one record from the front of `buf`, advancing it; its byte
+    /// fields are slices of `buf`, not copies.
     pub fn decode(buf: &mut Bytes) -> Result<Self> {
-        let flags = take_u8(buf)?;
-        let message_id = take_uuid(buf)?;
-        let transaction_id = if flags & MINTED_TXN == 0 {
-            let raw = take_bytes(buf)?;
-            Some(String::from_utf8(raw.to_vec()).map_err(|_| corrupt("transaction id"))?)
-        } else {
-            None
-        };
-        let trace_id = if flags & TRACE != 0 {
-            Some(take_uuid(buf)?)
-        } else {
-            None
-        };
-        let producer_sub = if flags & PRODUCER_SUB != 0 {
-            let raw = take_bytes(buf)?;
-            Some(String::from_utf8(raw.to_vec()).map_err(|_| corrupt("producer subject"))?)
-        } else {
-            None
-        };
-        let txn = if flags & TXN != 0 {
-            let producer_id = unzigzag(take_varint(buf)?);
-            let epoch = i16::try_from(unzigzag(take_varint(buf)?))
-                .map_err(|_| corrupt("producer epoch"))?;
-            let marker = match take_u8(buf)? {
-                0 => None,
-                1 => Some(Marker::Abort),
-                2 => Some(Marker::Commit),
-                _ => return Err(corrupt("transaction marker")),
-            };
-            Some(TxnMark {
-                producer_id,
-                epoch,
-                marker,
-            })
-        } else {
-            None
-        };
-        let content = if flags & KAFKA == 0 {
-            let raw = take_bytes(buf)?;
-            Content::Json(String::from_utf8(raw.to_vec()).map_err(|_| corrupt("json payload"))?)
-        } else {
-            let timestamp_ms = unzigzag(take_varint(buf)?);
-            let key = (flags & KEY != 0).then(|| take_bytes(buf)).transpose()?;
-            let value = (flags & VALUE != 0).then(|| take_bytes(buf)).transpose()?;
-            let count = take_varint(buf)?;
-            let mut headers = Vec::with_capacity(count.min(1024) as usize);
-            for _ in 0..count {
-                let key = take_bytes(buf)?;
-                let value = match take_varint(buf)? {
-                    0 => None,
-                    n => Some(take_exact(buf, n - 1)?),
-                };
-                headers.push(Header { key, value });
-            }
-            Content::Kafka(KafkaRecord {
-                key,
-                value,
-                headers,
-                timestamp_ms,
-                txn,
-            })
-        };
-        Ok(Self {
-            message_id,
-            transaction_id,
-            trace_id,
-            producer_sub,
-            content,
-        })
+        let mut rest = &buf[..];
+        let record = RecordView::parse(&mut rest)?.to_record(buf)?;
+        let used = buf.len() - rest.len();
+        buf.advance(used);
+        Ok(record)
     }
 }
 
@@ -372,20 +312,37 @@ pub fn decode_segment(format: i16, blob: Bytes, count: usize) -> Result<Vec<Reco
 /// thousands of records were moved through a vector of their own first).
 pub fn decode_segment_range(
     format: i16,
-    mut blob: Bytes,
+    blob: Bytes,
     count: usize,
     skip: usize,
     take: usize,
 ) -> Result<SegmentRecords> {
+    let (blob, left) = segment_range(format, blob, count, skip, take)?;
+    Ok(SegmentRecords { blob, left })
+}
+
+/// The stored bytes from record `skip` of a segment of `count` records on,
+/// and how many records (up to `take`) a reader of that range takes: the
+/// records before it are stepped over, not decoded.
+pub(crate) fn segment_range(
+    format: i16,
+    mut blob: Bytes,
+    count: usize,
+    skip: usize,
+    take: usize,
+) -> Result<(Bytes, usize)> {
     if format != FORMAT_V1 {
         return Err(corrupt("unknown segment format"));
     }
     let skip = skip.min(count);
     let take = take.min(count - skip);
+    let mut rest = &blob[..];
     for _ in 0..skip {
-        skip_record(&mut blob)?;
+        RecordView::parse(&mut rest)?;
     }
-    Ok(SegmentRecords { blob, left: take })
+    let used = blob.len() - rest.len();
+    blob.advance(used);
+    Ok((blob, take))
 }
 
 /// The records [`decode_segment_range`] unpacks, each decoded when taken;
@@ -414,47 +371,6 @@ impl Iterator for SegmentRecords {
         }
         Some(record)
     }
-}
-
-/// Steps over one record at the front of `buf`.
-fn skip_record(buf: &mut Bytes) -> Result<()> {
-    let flags = take_u8(buf)?;
-    take_exact(buf, 16)?;
-    if flags & MINTED_TXN == 0 {
-        take_bytes(buf)?;
-    }
-    if flags & TRACE != 0 {
-        take_exact(buf, 16)?;
-    }
-    if flags & PRODUCER_SUB != 0 {
-        take_bytes(buf)?;
-    }
-    if flags & TXN != 0 {
-        take_varint(buf)?;
-        take_varint(buf)?;
-        take_u8(buf)?;
-    }
-    if flags & KAFKA == 0 {
-        take_bytes(buf)?;
-        return Ok(());
-    }
-    take_varint(buf)?;
-    if flags & KEY != 0 {
-        take_bytes(buf)?;
-    }
-    if flags & VALUE != 0 {
-        take_bytes(buf)?;
-    }
-    for _ in 0..take_varint(buf)? {
-        take_bytes(buf)?;
-        match take_varint(buf)? {
-            0 => {}
-            n => {
-                take_exact(buf, n - 1)?;
-            }
-        }
-    }
-    Ok(())
 }
 
 fn corrupt(what: &str) -> StorageError {
@@ -487,44 +403,6 @@ fn zigzag(v: i64) -> u64 {
 
 fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
-fn take_u8(buf: &mut Bytes) -> Result<u8> {
-    if buf.has_remaining() {
-        Ok(buf.get_u8())
-    } else {
-        Err(corrupt("length"))
-    }
-}
-
-fn take_varint(buf: &mut Bytes) -> Result<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = take_u8(buf)?;
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok(v);
-        }
-    }
-    Err(corrupt("varint"))
-}
-
-fn take_exact(buf: &mut Bytes, n: u64) -> Result<Bytes> {
-    let n = usize::try_from(n).map_err(|_| corrupt("length"))?;
-    if buf.remaining() < n {
-        return Err(corrupt("length"));
-    }
-    Ok(buf.split_to(n))
-}
-
-fn take_bytes(buf: &mut Bytes) -> Result<Bytes> {
-    let n = take_varint(buf)?;
-    take_exact(buf, n)
-}
-
-fn take_uuid(buf: &mut Bytes) -> Result<Uuid> {
-    let raw = take_exact(buf, 16)?;
-    Uuid::from_slice(&raw).map_err(|_| corrupt("uuid"))
 }
 
 #[cfg(test)]

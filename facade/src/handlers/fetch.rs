@@ -27,7 +27,7 @@ use kafka_protocol::messages::fetch_response::{
 };
 use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, ProducerId, TopicName};
 use kafka_protocol::ResponseError;
-use storage::{PartitionId, StorageError, StoredMessage};
+use storage::{PartitionId, StorageError, StoredRecords};
 use telemetry::{Door, TRAFFIC};
 use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
@@ -35,7 +35,7 @@ use uuid::Uuid;
 use crate::broker::Broker;
 use crate::error::storage_code;
 use crate::metrics::KAFKA;
-use crate::records::{encode_batch, TimestampType};
+use crate::records::{BatchWriter, Outgoing, TimestampType, Written};
 
 /// The longest a fetch may wait, whatever it asks.
 const MAX_WAIT: Duration = Duration::from_secs(30);
@@ -113,7 +113,7 @@ pub(super) async fn handle(
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
     let max_bytes = usize::try_from(request.max_bytes).unwrap_or(usize::MAX);
     let read_committed = request.isolation_level == 1;
-    // What one pass may gather: its records, decoded and encoded.
+    // What one pass may gather: its records, read and written.
     let partition_bytes = wanted
         .iter()
         .map(|w| w.max_bytes)
@@ -321,33 +321,31 @@ async fn read_one(
             *held = Some(take_room(broker, pass.charge, false).await);
         }
         let limit = budget.bytes;
-        let messages = loop {
+        let written = loop {
             let room = held.as_ref().map_or(usize::MAX, |r| r.bytes);
             budget.bytes = limit.min(room.saturating_sub(budget.read));
-            let mut messages = broker
+            let stored = broker
                 .engine
                 .read_partition(partition_id, offset, wanted, budget.bytes.max(1))
                 .await?;
-            messages.retain(|m| m.offset < upper);
-            (records, count) = encode_within(&messages, times, budget);
-            let whole = messages[..count]
-                .last()
-                .is_some_and(|m| m.offset + 1 >= upper);
+            let (encoded, written) = encode_within(&stored, times, budget, upper)?;
+            records = encoded;
+            let whole = written.last_offset.is_some_and(|last| last + 1 >= upper);
             if whole || budget.bytes >= limit || !held.as_ref().is_some_and(Room::is_small) {
-                break messages;
+                break written;
             }
             // The small room cut the answer short: the whole charge, in
             // turn, and the partition read again, so that the answer is
             // what it would have been without the small room.
             *held = Some(take_room(broker, pass.charge, false).await);
         };
+        count = written.records;
         // Only records of a transaction can be of an aborted one.
-        let transactional = |m: &StoredMessage| crate::records::txn_of(m).is_some();
-        if read_committed && messages[..count].iter().any(transactional) {
-            let end = messages[count - 1].offset + 1;
+        let transactional = read_committed && written.transactional;
+        if let Some(last) = written.last_offset.filter(|_| transactional) {
             let aborted = broker
                 .engine
-                .aborted_transactions(partition_id, offset, end)
+                .aborted_transactions(partition_id, offset, last + 1)
                 .await?;
             data.aborted_transactions = Some(
                 aborted
@@ -366,29 +364,31 @@ async fn read_one(
     Ok((data, n, count))
 }
 
-/// The batch of the longest prefix of `messages` that fits the budget, and
-/// how many messages it holds.
-/// Storage reads whole segments, and a batch's encoded size differs from
-/// its stored size (compression, headers), so the fit is checked on the
-/// encoded batch; a batch's size is near-linear in its records, so a
-/// too-large one is cut in proportion until it fits.
+/// The batches of the stored records below `upper` that fit the budget,
+/// written straight from storage, and what they hold. Storage reads by
+/// stored size, and a record's written size differs from it (a native
+/// message's ids become headers), so the writer stops at the first record
+/// that would not fit.
 fn encode_within(
-    messages: &[StoredMessage],
+    stored: &[StoredRecords],
     times: TimestampType,
     budget: Budget,
-) -> (BytesMut, usize) {
-    let mut n = messages.len();
-    loop {
-        let mut batch = BytesMut::new();
-        encode_batch(&messages[..n], times, &mut batch);
-        if batch.len() <= budget.bytes || (n == 1 && budget.at_least_one) {
-            return (batch, n);
+    upper: i64,
+) -> Result<(BytesMut, Written), StorageError> {
+    let read: usize = stored.iter().map(StoredRecords::stored_len).sum();
+    let mut out = BytesMut::with_capacity(read.min(budget.bytes));
+    let mut writer = BatchWriter::new(&mut out, times, budget.bytes, budget.at_least_one);
+    'segments: for segment in stored {
+        for record in segment.iter() {
+            let (offset, view) = record?;
+            let outgoing = Outgoing::stored(offset, segment.created_at_ms, &view);
+            if offset >= upper || !writer.push(&outgoing) {
+                break 'segments;
+            }
         }
-        if n <= 1 {
-            return (BytesMut::new(), 0);
-        }
-        n = (n * budget.bytes / batch.len()).clamp(1, n - 1);
     }
+    let written = writer.finish();
+    Ok((out, written))
 }
 
 /// Builds the answer from the last read, and counts what it delivers and,

@@ -11,8 +11,9 @@ use crate::backend::{on_db, Conn, Store};
 use crate::error::Result;
 use crate::log::TimestampedOffset;
 use crate::model::PartitionId;
-use crate::model::StoredMessage;
-use crate::record::{decode_segment, decode_segment_range, Record, SegmentRecords};
+use crate::record::{
+    decode_segment, decode_segment_range, segment_range, Record, SegmentRecords, StoredRecords,
+};
 use crate::sealing::Sealer;
 use crate::tails::Tails;
 
@@ -90,6 +91,15 @@ impl Opened {
         let count = usize::try_from(self.count).unwrap_or(0);
         decode_segment_range(self.format, self.records.clone(), count, skip, take)
     }
+
+    /// Records `skip .. skip + take` of the segment as stored, stepped to
+    /// but not decoded.
+    pub(crate) fn stored_range(&self, skip: usize, take: usize) -> Result<StoredRecords> {
+        let count = usize::try_from(self.count).unwrap_or(0);
+        let (records, take) = segment_range(self.format, self.records.clone(), count, skip, take)?;
+        let first = self.base_offset + skip as i64;
+        Ok(StoredRecords::new(first, self.created_at, take, records))
+    }
 }
 
 /// Visits, in offset order, the segments of the partition that hold
@@ -163,15 +173,17 @@ async fn scan_pages(
     }
 }
 
-/// Messages of the partition from offset `from` on: up to `max_messages`,
-/// and no more than fit in `max_bytes` (the first message always does).
+/// Records of the partition from offset `from` on, as stored: up to
+/// `max_messages`, and no more than fit in `max_bytes` (the first message
+/// always does).
 ///
 /// A message's size is its share of its segment's stored bytes, so a read
-/// can end inside a segment: only the records it returns are decoded, and
-/// the next read from there starts with the rest. Counting a whole segment
-/// for its tail (as reads once did) made a fetch that resumed mid-segment
-/// answer with that tail alone, every other fetch. The segment a read ends
-/// inside is kept in `tails`, where the next read finds it.
+/// can end inside a segment: only the records it returns are stepped over
+/// or handed out, and the next read from there starts with the rest.
+/// Counting a whole segment for its tail (as reads once did) made a fetch
+/// that resumed mid-segment answer with that tail alone, every other fetch.
+/// The segment a read ends inside is kept in `tails`, where the next read
+/// finds it.
 pub(crate) async fn read(
     store: &Store,
     sealer: &Sealer,
@@ -180,28 +192,32 @@ pub(crate) async fn read(
     from: i64,
     max_messages: usize,
     max_bytes: usize,
-) -> Result<Vec<StoredMessage>> {
+) -> Result<Vec<StoredRecords>> {
     let mut out = Vec::new();
     let mut next = from;
-    let mut bytes = 0;
+    let (mut bytes, mut messages) = (0, 0);
     let kept = Kept {
         sealer,
         tails: Some(tails),
     };
     kept.scan(Source::Reader(store), partition_id, from, |segment| {
-        bytes += take_from(
-            segment,
-            &mut next,
-            Room {
-                messages: max_messages - out.len(),
-                bytes: max_bytes.saturating_sub(bytes),
-                at_least_one: out.is_empty(),
-            },
-            &mut out,
-        )?;
+        let room = Room {
+            messages: max_messages - messages,
+            bytes: max_bytes.saturating_sub(bytes),
+            at_least_one: messages == 0,
+        };
+        let (skip, take, each) = span(segment, next, room);
+        let stored = segment.stored_range(skip, take)?;
+        let taken = stored.len();
+        if taken > 0 {
+            messages += taken;
+            bytes += taken * each;
+            next = segment.base_offset + (skip + taken) as i64;
+            out.push(stored);
+        }
         Ok(if next < segment.end() {
             Visit::StopInside
-        } else if out.len() < max_messages {
+        } else if messages < max_messages {
             Visit::Next
         } else {
             Visit::Stop
@@ -300,20 +316,13 @@ struct Room {
     at_least_one: bool,
 }
 
-/// Appends the messages of `segment` at or after `*next` to `out`, as many
-/// as `room` holds, decoding only those, and moves `*next` past them.
-/// Returns the stored bytes they count for; the read goes on to the next
-/// segment only if `*next` has reached this one's end.
-fn take_from(
-    segment: &Opened,
-    next: &mut i64,
-    room: Room,
-    out: &mut Vec<StoredMessage>,
-) -> Result<usize> {
-    let base = segment.base_offset;
-    let created_at_ms = segment.created_at;
+/// Which records of `segment` a read at `next` takes within `room`: how
+/// many it skips, how many it takes, and the stored bytes each counts for.
+fn span(segment: &Opened, next: i64, room: Room) -> (usize, usize, usize) {
     let count = usize::try_from(segment.count).unwrap_or(0).max(1);
-    let skip = usize::try_from(*next - base).unwrap_or(0).min(count);
+    let skip = usize::try_from(next - segment.base_offset)
+        .unwrap_or(0)
+        .min(count);
     let available = count - skip;
     // Every message of a segment counts the same share of it, rounded up.
     let each = segment.records.len().div_ceil(count).max(1);
@@ -321,21 +330,7 @@ fn take_from(
     if take == 0 && room.at_least_one {
         take = available.min(room.messages).min(1);
     }
-    let records = segment.decode_range(skip, take)?;
-    out.reserve(records.remaining());
-    let before = out.len();
-    for (i, record) in records.enumerate() {
-        out.push(StoredMessage {
-            offset: base + (skip + i) as i64,
-            created_at_ms,
-            record: record?,
-        });
-    }
-    let taken = out.len() - before;
-    if taken > 0 {
-        *next = base + (skip + taken) as i64;
-    }
-    Ok(taken * each)
+    (skip, take, each)
 }
 
 /// The segment of the partition that holds `offset`, if still stored.

@@ -6,7 +6,7 @@ use storage::PartitionId;
 use storage::{Content, KafkaRecord, QueueOptions, Record, TimestampedOffset, TopicCreation};
 
 use crate::push::push_one;
-use crate::support::{Db, START_MS};
+use crate::support::{Db, ReadMessages, START_MS};
 
 pub(crate) fn kafka(value: &str, timestamp_ms: i64) -> Record {
     Record {
@@ -166,7 +166,7 @@ pub(crate) async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
     assert_eq!((bounds.log_start, bounds.next_offset), (0, 13));
 
     let all = engine
-        .read_partition(p, 0, usize::MAX, usize::MAX)
+        .read_messages(p, 0, usize::MAX, usize::MAX)
         .await
         .expect("read");
     assert_eq!(
@@ -174,19 +174,19 @@ pub(crate) async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
         (0..13).collect::<Vec<_>>()
     );
     let mid = engine
-        .read_partition(p, 1, 2, usize::MAX)
+        .read_messages(p, 1, 2, usize::MAX)
         .await
         .expect("read");
     assert_eq!(mid.iter().map(|m| m.offset).collect::<Vec<_>>(), [1, 2]);
     // A byte budget stops before the message that would cross it, but
     // always returns something.
     let small = engine
-        .read_partition(p, 3, usize::MAX, 1)
+        .read_messages(p, 3, usize::MAX, 1)
         .await
         .expect("read");
     assert_eq!(small.len(), 1);
     let some = engine
-        .read_partition(p, 3, usize::MAX, 1000)
+        .read_messages(p, 3, usize::MAX, 1000)
         .await
         .expect("read");
     assert!(
@@ -195,7 +195,7 @@ pub(crate) async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
         some.len()
     );
     assert!(engine
-        .read_partition(p, 13, 10, 1000)
+        .read_messages(p, 13, 10, 1000)
         .await
         .expect("read")
         .is_empty());
@@ -225,14 +225,14 @@ pub(crate) async fn reads_resume_inside_a_segment(db: &Db) {
             .expect("append");
     }
     let whole = engine
-        .read_partition(p, 0, usize::MAX, usize::MAX)
+        .read_messages(p, 0, usize::MAX, usize::MAX)
         .await
         .expect("read");
     assert_eq!(whole.len(), 300);
     // Each record is stored in 120-130 bytes: 15,000 of them hold one
     // segment and part of the next.
     let first = engine
-        .read_partition(p, 0, usize::MAX, 15_000)
+        .read_messages(p, 0, usize::MAX, 15_000)
         .await
         .expect("read");
     assert!(
@@ -242,7 +242,7 @@ pub(crate) async fn reads_resume_inside_a_segment(db: &Db) {
     );
     let from = first.len() as i64;
     let second = engine
-        .read_partition(p, from, usize::MAX, 15_000)
+        .read_messages(p, from, usize::MAX, 15_000)
         .await
         .expect("read");
     // The budget holds more than the rest of the segment it resumes in.
@@ -286,7 +286,7 @@ pub(crate) async fn reads_in_pieces_over_many_partitions_match_whole_reads(db: &
     let mut wholes = Vec::new();
     for &p in &ids {
         let whole = engine
-            .read_partition(p, 0, usize::MAX, usize::MAX)
+            .read_messages(p, 0, usize::MAX, usize::MAX)
             .await
             .expect("read");
         assert_eq!(whole.len(), 150);
@@ -299,7 +299,7 @@ pub(crate) async fn reads_in_pieces_over_many_partitions_match_whole_reads(db: &
         for (i, &p) in ids.iter().enumerate() {
             let from = pieces[i].len() as i64;
             let got = engine
-                .read_partition(p, from, usize::MAX, 200)
+                .read_messages(p, from, usize::MAX, 200)
                 .await
                 .expect("read");
             read_any |= !got.is_empty();
@@ -316,12 +316,12 @@ pub(crate) async fn reads_in_pieces_over_many_partitions_match_whole_reads(db: &
     // then into the next segment.
     let p = ids[0];
     let end_inside = engine
-        .read_partition(p, 60, 5, usize::MAX)
+        .read_messages(p, 60, 5, usize::MAX)
         .await
         .expect("read");
     assert_eq!(end_inside[..], wholes[0][60..65]);
     let back = engine
-        .read_partition(p, 52, 60, usize::MAX)
+        .read_messages(p, 52, 60, usize::MAX)
         .await
         .expect("read");
     assert_eq!(back[..], wholes[0][52..112]);
@@ -427,7 +427,7 @@ pub(crate) async fn large_appends_are_split_into_bounded_segments(db: &Db) {
     );
     // A small read returns one segment's worth from the asked offset, not the whole append.
     let some = engine
-        .read_partition(p, 15_000, usize::MAX, 1)
+        .read_messages(p, 15_000, usize::MAX, 1)
         .await
         .expect("read");
     assert_eq!(some.first().map(|m| m.offset), Some(15_000));
@@ -437,7 +437,7 @@ pub(crate) async fn large_appends_are_split_into_bounded_segments(db: &Db) {
         some.len()
     );
     let all = engine
-        .read_partition(p, 0, usize::MAX, usize::MAX)
+        .read_messages(p, 0, usize::MAX, usize::MAX)
         .await
         .expect("read");
     assert_eq!(all.len(), 30_000);

@@ -13,7 +13,7 @@ use storage::{
 
 use crate::consume::{ack, acks, pop, push_n, txns};
 use crate::push::json_item;
-use crate::support::Db;
+use crate::support::{Db, ReadMessages};
 
 /// Runs retention steps until nothing is left to do.
 async fn retain(engine: &Engine) {
@@ -311,7 +311,7 @@ pub(crate) async fn values(
     from: i64,
 ) -> Vec<(i64, Option<String>)> {
     engine
-        .read_partition(id, from, usize::MAX, usize::MAX)
+        .read_messages(id, from, usize::MAX, usize::MAX)
         .await
         .expect("read")
         .into_iter()

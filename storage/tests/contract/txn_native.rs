@@ -12,7 +12,7 @@ use crate::consume::{acks, dead_letters, txns};
 use crate::kafka_txn::Writer;
 use crate::log::one_partition_topic;
 use crate::retention::keyed;
-use crate::support::Db;
+use crate::support::{Db, ReadMessages};
 
 /// Kafka records without keys whose values are `values`.
 fn kafka_records(values: &[&str]) -> Vec<Record> {
@@ -54,7 +54,7 @@ async fn position(engine: &Engine, group: &str, queue: &str) -> i64 {
 /// The transaction id of the record stored at `offset`.
 async fn txn_id_at(engine: &Engine, partition: PartitionId, offset: i64) -> String {
     let read = engine
-        .read_partition(partition, offset, 1, 1 << 20)
+        .read_messages(partition, offset, 1, 1 << 20)
         .await
         .expect("read");
     assert_eq!(read[0].offset, offset);
