@@ -516,6 +516,40 @@ mod tests {
         }
     }
 
+    /// Records read in place say what their decoded form says: the same
+    /// offsets, fields and headers, for every kind of record.
+    #[test]
+    fn records_read_in_place_are_the_decoded_records() {
+        let records = vec![
+            json(Some("a"), true),
+            kafka(Some(b"k"), Some(&[1, 2]), 3),
+            json(None, false),
+            marked(kafka(Some(b"t"), Some(b"v"), 9), None),
+            marked(kafka(None, None, 11), Some(Marker::Commit)),
+            kafka(None, None, -1),
+        ];
+        let blob = Bytes::from(encode_segment(&records));
+        let (rest, take) = segment_range(FORMAT_V1, blob, records.len(), 1, 4).expect("range");
+        let stored = StoredRecords::new(41, 7, take, records.len() - 1, rest.clone());
+        assert_eq!(stored.len(), 4);
+        assert_eq!(stored.stored_len(), rest.len() * 4 / 5);
+        let decoded: Vec<_> = stored.decode().collect::<Result<_>>().expect("decodes");
+        for (i, (m, original)) in decoded.iter().zip(&records[1..5]).enumerate() {
+            assert_eq!(m.offset, 41 + i as i64);
+            assert_eq!(m.created_at_ms, 7);
+            assert_eq!(&m.record, original);
+        }
+        assert_eq!(decoded.len(), 4);
+        let headers: Vec<_> = stored
+            .iter()
+            .filter_map(|r| match r.expect("parses").1.body {
+                BodyView::Kafka(k) => Some(k.headers.count()),
+                BodyView::Json(_) => None,
+            })
+            .collect();
+        assert_eq!(headers, [3, 3, 3]);
+    }
+
     #[test]
     fn damaged_segments_are_errors_not_panics() {
         let blob = encode_segment(&[json(Some("x"), true), kafka(Some(b"k"), None, 7)]);

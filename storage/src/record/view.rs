@@ -214,18 +214,32 @@ pub struct StoredRecords {
     /// timestamp).
     pub created_at_ms: i64,
     count: usize,
+    /// The records, then the rest of their segment.
     records: Bytes,
+    stored_len: usize,
 }
 
 impl StoredRecords {
-    /// `count` records stored at the front of `records`, the first at
-    /// `first_offset`.
-    pub(crate) fn new(first_offset: i64, created_at_ms: i64, count: usize, records: Bytes) -> Self {
+    /// The first `count` of the `left` records stored in `records` (the
+    /// rest of a segment), the first at `first_offset`.
+    pub(crate) fn new(
+        first_offset: i64,
+        created_at_ms: i64,
+        count: usize,
+        left: usize,
+        records: Bytes,
+    ) -> Self {
+        // A segment's records are near one size: their share of the rest.
+        let stored_len = match left {
+            0 => 0,
+            left => records.len().saturating_mul(count) / left,
+        };
         Self {
             first_offset,
             created_at_ms,
             count,
             records,
+            stored_len,
         }
     }
 
@@ -234,10 +248,10 @@ impl StoredRecords {
         self.count
     }
 
-    /// The stored bytes it was read from: its records and, when the read
-    /// ended inside the segment, the segment's later ones.
+    /// About the stored bytes of its records: their share of the rest of
+    /// their segment, which is what sizes a buffer for them.
     pub fn stored_len(&self) -> usize {
-        self.records.len()
+        self.stored_len
     }
 
     /// Whether it holds none.

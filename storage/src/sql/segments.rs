@@ -98,7 +98,14 @@ impl Opened {
         let count = usize::try_from(self.count).unwrap_or(0);
         let (records, take) = segment_range(self.format, self.records.clone(), count, skip, take)?;
         let first = self.base_offset + skip as i64;
-        Ok(StoredRecords::new(first, self.created_at, take, records))
+        let left = count.saturating_sub(skip);
+        Ok(StoredRecords::new(
+            first,
+            self.created_at,
+            take,
+            left,
+            records,
+        ))
     }
 }
 
