@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{fresh_db, p50_p99, peak_rss_mib, Flags};
+use common::{cpu_seconds, fresh_db, p50_p99, peak_rss_mib, Flags};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
@@ -428,9 +428,12 @@ async fn main() {
             let throughput_only = args.throughput_only;
             let broker = tokio::task::spawn_blocking(move || {
                 let backend = label;
+                let pid = broker.child.id();
+                let cpu_at_start = cpu_seconds(pid);
                 let mut runs: Vec<f64> = (0..repeat)
                     .map(|run| produce(&broker, &topic(run), partitions, n, mode))
                     .collect();
+                let cpu_produced = cpu_seconds(pid);
                 runs.sort_by(f64::total_cmp);
                 let produced = runs[runs.len() / 2];
                 if repeat > 1 {
@@ -443,9 +446,13 @@ async fn main() {
                 let after_produce = peak_rss_mib(broker.child.id());
                 let topic = topic(repeat - 1);
                 let (consumed, first) = consume(&broker, &topic, partitions, n, &isolation);
+                // The broker's CPU per record in each phase (µs).
+                let per_record = |seconds: f64, records: usize| seconds * 1e6 / records as f64;
+                let produce_cpu = per_record(cpu_produced - cpu_at_start, n * repeat);
+                let consume_cpu = per_record(cpu_seconds(pid) - cpu_produced, n);
                 let mb = (n * 100) as f64 / 1e6;
                 println!(
-                    "{backend:8} partitions {partitions} {mode}: produce {:>9.0} rec/s {:6.1} MB/s | consume ({isolation}) {:>9.0} rec/s {:6.1} MB/s (first record after {:.0} ms, {:.0} rec/s from it) | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB)",
+                    "{backend:8} partitions {partitions} {mode}: produce {:>9.0} rec/s {:6.1} MB/s | consume ({isolation}) {:>9.0} rec/s {:6.1} MB/s (first record after {:.0} ms, {:.0} rec/s from it) | peak RSS {:5.1} MiB (after producing {after_produce:5.1} MiB) | broker CPU per record: produce {produce_cpu:.2} µs, consume {consume_cpu:.2} µs",
                     n as f64 / produced,
                     mb / produced,
                     n as f64 / consumed,
