@@ -187,6 +187,13 @@ fn consume(
         .set("queued.max.messages.kbytes", "1048576")
         .create()
         .expect("consumer");
+    // The topic's leaders first, untimed, as a subscribed consumer knows
+    // them by the time it is assigned: librdkafka assigned partitions it
+    // has no leader for yet waits out a 500 ms offset-query timer, which
+    // every consume here once paid (README, "the first half second").
+    consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .expect("metadata");
     let mut tpl = TopicPartitionList::new();
     for p in 0..partitions {
         tpl.add_partition_offset(topic, p, Offset::Beginning)
