@@ -296,34 +296,21 @@ pub fn encode_segment<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<
 
 /// Unpacks the `records` column of a segment of `count` records.
 pub fn decode_segment(format: i16, blob: Bytes, count: usize) -> Result<Vec<Record>> {
-    let mut all = decode_segment_range(format, blob, count, 0, count)?;
-    let records = all.by_ref().collect::<Result<Vec<_>>>()?;
-    if all.blob.has_remaining() {
+    let (mut blob, count) = segment_range(format, blob, count, 0, count)?;
+    let records = (0..count)
+        .map(|_| Record::decode(&mut blob))
+        .collect::<Result<Vec<_>>>()?;
+    if blob.has_remaining() {
         return Err(corrupt("trailing bytes in segment"));
     }
     Ok(records)
 }
 
-/// Unpacks records `skip .. skip + take` of a segment of `count` records,
-/// one at a time as they are taken: the ones before are stepped over
-/// without being copied, the ones after are not read. A consumer reading a
-/// batch of 100 from a segment of 1,000 pays for its 100, and each record
-/// is decoded straight into wherever the caller keeps it (a fetch's
-/// thousands of records were moved through a vector of their own first).
-pub fn decode_segment_range(
-    format: i16,
-    blob: Bytes,
-    count: usize,
-    skip: usize,
-    take: usize,
-) -> Result<SegmentRecords> {
-    let (blob, left) = segment_range(format, blob, count, skip, take)?;
-    Ok(SegmentRecords { blob, left })
-}
-
 /// The stored bytes from record `skip` of a segment of `count` records on,
 /// and how many records (up to `take`) a reader of that range takes: the
-/// records before it are stepped over, not decoded.
+/// records before it are stepped over, not decoded, and those after it
+/// are not read ([`StoredRecords`] reads or decodes the range). A consumer
+/// reading a batch of 100 from a segment of 1,000 pays for its 100.
 pub(crate) fn segment_range(
     format: i16,
     mut blob: Bytes,
@@ -343,34 +330,6 @@ pub(crate) fn segment_range(
     let used = blob.len() - rest.len();
     blob.advance(used);
     Ok((blob, take))
-}
-
-/// The records [`decode_segment_range`] unpacks, each decoded when taken;
-/// after a damaged record's error it yields nothing more.
-#[derive(Debug)]
-pub struct SegmentRecords {
-    blob: Bytes,
-    left: usize,
-}
-
-impl SegmentRecords {
-    /// How many records are left to take, if none is damaged.
-    pub fn remaining(&self) -> usize {
-        self.left
-    }
-}
-
-impl Iterator for SegmentRecords {
-    type Item = Result<Record>;
-
-    fn next(&mut self) -> Option<Result<Record>> {
-        self.left = self.left.checked_sub(1)?;
-        let record = Record::decode(&mut self.blob);
-        if record.is_err() {
-            self.left = 0;
-        }
-        Some(record)
-    }
 }
 
 fn corrupt(what: &str) -> StorageError {
@@ -491,6 +450,14 @@ mod tests {
         assert_eq!(back[0].transaction_id(), "order-1");
     }
 
+    /// Records `skip .. skip + take` of the segment `blob` of `count`
+    /// records, as a read takes them (offsets from `skip`).
+    fn range(blob: &Bytes, count: usize, skip: usize, take: usize) -> StoredRecords {
+        let (rest, take) = segment_range(FORMAT_V1, blob.clone(), count, skip, take)
+            .expect("the records skipped are whole");
+        StoredRecords::new(skip as i64, 0, take, count - skip.min(count), rest)
+    }
+
     #[test]
     fn a_range_of_a_segment_decodes_the_same_records() {
         let records = vec![
@@ -507,8 +474,10 @@ mod tests {
         let blob = Bytes::from(encode_segment(&records));
         for skip in 0..=records.len() {
             for take in 0..=records.len() {
-                let got = decode_segment_range(FORMAT_V1, blob.clone(), records.len(), skip, take)
-                    .and_then(|r| r.collect::<Result<Vec<_>>>())
+                let got: Vec<Record> = range(&blob, records.len(), skip, take)
+                    .decode()
+                    .map(|m| m.map(|m| m.record))
+                    .collect::<Result<_>>()
                     .expect("decodes");
                 let end = (skip + take).min(records.len());
                 assert_eq!(got, records[skip.min(end)..end], "skip {skip} take {take}");
@@ -569,15 +538,16 @@ mod tests {
         let blob = encode_segment(&whole);
         for cut in first..blob.len() {
             let damaged = Bytes::copy_from_slice(&blob[..cut]);
-            let got: Vec<Result<Record>> = decode_segment_range(FORMAT_V1, damaged, 2, 0, 2)
-                .expect("the start is whole")
+            let got: Vec<Result<Record>> = range(&damaged, 2, 0, 2)
+                .decode()
+                .map(|m| m.map(|m| m.record))
                 .collect();
             assert_eq!(got.len(), 2, "cut at {cut}");
             assert_eq!(got[0].as_ref().ok(), Some(&whole[0]), "cut at {cut}");
             assert!(got[1].is_err(), "cut at {cut} must fail");
         }
-        let mut records = decode_segment_range(FORMAT_V1, Bytes::from_static(&[0xff]), 3, 0, 3)
-            .expect("nothing skipped");
+        let stored = range(&Bytes::from_static(&[0xff]), 3, 0, 3);
+        let mut records = stored.decode();
         assert!(matches!(records.next(), Some(Err(_))));
         assert!(records.next().is_none(), "nothing after the damage");
     }

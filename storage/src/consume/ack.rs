@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::{CursorRow, LeaseRow, NewDeadLetter, UNLEASED_ACK_BELOW, UNLEASED_ACK_SPAN};
 use crate::backend::Conn;
 use crate::error::{Result, StorageError};
-use crate::model::PartitionId;
+use crate::model::{PartitionId, StoredMessage};
 use crate::offsets_log;
 use crate::record::Record;
 use crate::sealing::seal_with;
@@ -461,10 +461,8 @@ async fn resolve(
         // Only the records of [next, hi) are decoded.
         let skip = usize::try_from(next - base).unwrap_or(0);
         let take = usize::try_from(hi - base).unwrap_or(0).saturating_sub(skip);
-        let records = segment.decode_range(skip, take)?;
-        for (i, record) in records.enumerate() {
-            let record = record?;
-            let offset = base + (skip + i) as i64;
+        for m in segment.stored_range(skip, take)?.decode() {
+            let StoredMessage { offset, record, .. } = m?;
             if let Some(f) = record.with_transaction_id(|txn| found.get_mut(txn)) {
                 if offset < c {
                     f.below = Some(offset);

@@ -392,12 +392,12 @@ async fn deliver(
             }
             let stable = usize::try_from(upper - start).unwrap_or(usize::MAX);
             let take = (room - read.len()).min(stable);
-            let records = segment.decode_range(skip, take)?;
-            read.reserve(records.remaining());
-            for (i, record) in records.enumerate() {
-                let offset = base + (skip + i) as i64;
-                read.push((offset, created_at, record?));
-                next = offset + 1;
+            let stored = segment.stored_range(skip, take)?;
+            read.reserve(stored.len());
+            for m in stored.decode() {
+                let m = m?;
+                next = m.offset + 1;
+                read.push((m.offset, m.created_at_ms, m.record));
             }
             let done = read.len() >= room || next >= upper;
             Ok(match (done, next < segment.end()) {

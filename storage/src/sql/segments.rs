@@ -11,9 +11,7 @@ use crate::backend::{on_db, Conn, Store};
 use crate::error::Result;
 use crate::log::TimestampedOffset;
 use crate::model::PartitionId;
-use crate::record::{
-    decode_segment, decode_segment_range, segment_range, Record, SegmentRecords, StoredRecords,
-};
+use crate::record::{decode_segment, segment_range, Record, StoredRecords};
 use crate::sealing::Sealer;
 use crate::tails::Tails;
 
@@ -85,15 +83,9 @@ impl Opened {
         self.base_offset + self.count
     }
 
-    /// Up to `take` records of the segment after its first `skip`: only
-    /// those are decoded, as they are taken.
-    pub(crate) fn decode_range(&self, skip: usize, take: usize) -> Result<SegmentRecords> {
-        let count = usize::try_from(self.count).unwrap_or(0);
-        decode_segment_range(self.format, self.records.clone(), count, skip, take)
-    }
-
     /// Records `skip .. skip + take` of the segment as stored, stepped to
-    /// but not decoded.
+    /// but not decoded: a reader reads them in place or decodes them as
+    /// it takes them.
     pub(crate) fn stored_range(&self, skip: usize, take: usize) -> Result<StoredRecords> {
         let count = usize::try_from(self.count).unwrap_or(0);
         let (records, take) = segment_range(self.format, self.records.clone(), count, skip, take)?;
