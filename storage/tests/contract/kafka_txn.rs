@@ -9,7 +9,7 @@ use storage::transactions::{AbortedTxn, TxnError, TxnState};
 use storage::{Content, Engine, PartitionId, Record, StorageError};
 
 use crate::log::one_partition_topic;
-use crate::support::{Db, ReadMessages};
+use crate::support::{read_messages, Db};
 
 /// `records` marked as a transactional producer's.
 pub(crate) fn marked(producer: ProducerIdentity, mut records: Vec<Record>) -> Vec<Record> {
@@ -124,8 +124,7 @@ impl<'a> Writer<'a> {
 
 /// The marker stored at `offset`, if a marker is stored there.
 async fn marker_at(engine: &Engine, partition: PartitionId, offset: i64) -> Option<Marker> {
-    let read = engine
-        .read_messages(partition, offset, 1, 1 << 20)
+    let read = read_messages(engine, partition, offset, 1, 1 << 20)
         .await
         .expect("read");
     match &read.first()?.record.content {

@@ -6,7 +6,7 @@ use storage::PartitionId;
 use storage::{Content, KafkaRecord, QueueOptions, Record, TimestampedOffset, TopicCreation};
 
 use crate::push::push_one;
-use crate::support::{Db, ReadMessages, START_MS};
+use crate::support::{read_messages, Db, START_MS};
 
 pub(crate) fn kafka(value: &str, timestamp_ms: i64) -> Record {
     Record {
@@ -165,28 +165,24 @@ pub(crate) async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
     let bounds = engine.log_bounds(p).await.expect("bounds");
     assert_eq!((bounds.log_start, bounds.next_offset), (0, 13));
 
-    let all = engine
-        .read_messages(p, 0, usize::MAX, usize::MAX)
+    let all = read_messages(&engine, p, 0, usize::MAX, usize::MAX)
         .await
         .expect("read");
     assert_eq!(
         all.iter().map(|m| m.offset).collect::<Vec<_>>(),
         (0..13).collect::<Vec<_>>()
     );
-    let mid = engine
-        .read_messages(p, 1, 2, usize::MAX)
+    let mid = read_messages(&engine, p, 1, 2, usize::MAX)
         .await
         .expect("read");
     assert_eq!(mid.iter().map(|m| m.offset).collect::<Vec<_>>(), [1, 2]);
     // A byte budget stops before the message that would cross it, but
     // always returns something.
-    let small = engine
-        .read_messages(p, 3, usize::MAX, 1)
+    let small = read_messages(&engine, p, 3, usize::MAX, 1)
         .await
         .expect("read");
     assert_eq!(small.len(), 1);
-    let some = engine
-        .read_messages(p, 3, usize::MAX, 1000)
+    let some = read_messages(&engine, p, 3, usize::MAX, 1000)
         .await
         .expect("read");
     assert!(
@@ -194,8 +190,7 @@ pub(crate) async fn appends_and_reads_by_offset_and_bytes(db: &Db) {
         "{} messages",
         some.len()
     );
-    assert!(engine
-        .read_messages(p, 13, 10, 1000)
+    assert!(read_messages(&engine, p, 13, 10, 1000)
         .await
         .expect("read")
         .is_empty());
@@ -224,15 +219,13 @@ pub(crate) async fn reads_resume_inside_a_segment(db: &Db) {
             .await
             .expect("append");
     }
-    let whole = engine
-        .read_messages(p, 0, usize::MAX, usize::MAX)
+    let whole = read_messages(&engine, p, 0, usize::MAX, usize::MAX)
         .await
         .expect("read");
     assert_eq!(whole.len(), 300);
     // Each record is stored in 120-130 bytes: 15,000 of them hold one
     // segment and part of the next.
-    let first = engine
-        .read_messages(p, 0, usize::MAX, 15_000)
+    let first = read_messages(&engine, p, 0, usize::MAX, 15_000)
         .await
         .expect("read");
     assert!(
@@ -241,8 +234,7 @@ pub(crate) async fn reads_resume_inside_a_segment(db: &Db) {
         first.len()
     );
     let from = first.len() as i64;
-    let second = engine
-        .read_messages(p, from, usize::MAX, 15_000)
+    let second = read_messages(&engine, p, from, usize::MAX, 15_000)
         .await
         .expect("read");
     // The budget holds more than the rest of the segment it resumes in.
@@ -285,8 +277,7 @@ pub(crate) async fn reads_in_pieces_over_many_partitions_match_whole_reads(db: &
     }
     let mut wholes = Vec::new();
     for &p in &ids {
-        let whole = engine
-            .read_messages(p, 0, usize::MAX, usize::MAX)
+        let whole = read_messages(&engine, p, 0, usize::MAX, usize::MAX)
             .await
             .expect("read");
         assert_eq!(whole.len(), 150);
@@ -298,8 +289,7 @@ pub(crate) async fn reads_in_pieces_over_many_partitions_match_whole_reads(db: &
         let mut read_any = false;
         for (i, &p) in ids.iter().enumerate() {
             let from = pieces[i].len() as i64;
-            let got = engine
-                .read_messages(p, from, usize::MAX, 200)
+            let got = read_messages(&engine, p, from, usize::MAX, 200)
                 .await
                 .expect("read");
             read_any |= !got.is_empty();
@@ -315,13 +305,11 @@ pub(crate) async fn reads_in_pieces_over_many_partitions_match_whole_reads(db: &
     // Back inside the segment the last read of partition 0 ended in, and
     // then into the next segment.
     let p = ids[0];
-    let end_inside = engine
-        .read_messages(p, 60, 5, usize::MAX)
+    let end_inside = read_messages(&engine, p, 60, 5, usize::MAX)
         .await
         .expect("read");
     assert_eq!(end_inside[..], wholes[0][60..65]);
-    let back = engine
-        .read_messages(p, 52, 60, usize::MAX)
+    let back = read_messages(&engine, p, 52, 60, usize::MAX)
         .await
         .expect("read");
     assert_eq!(back[..], wholes[0][52..112]);
@@ -426,8 +414,7 @@ pub(crate) async fn large_appends_are_split_into_bounded_segments(db: &Db) {
         0
     );
     // A small read returns one segment's worth from the asked offset, not the whole append.
-    let some = engine
-        .read_messages(p, 15_000, usize::MAX, 1)
+    let some = read_messages(&engine, p, 15_000, usize::MAX, 1)
         .await
         .expect("read");
     assert_eq!(some.first().map(|m| m.offset), Some(15_000));
@@ -436,8 +423,7 @@ pub(crate) async fn large_appends_are_split_into_bounded_segments(db: &Db) {
         "one bounded segment, not {} messages",
         some.len()
     );
-    let all = engine
-        .read_messages(p, 0, usize::MAX, usize::MAX)
+    let all = read_messages(&engine, p, 0, usize::MAX, usize::MAX)
         .await
         .expect("read");
     assert_eq!(all.len(), 30_000);

@@ -7,7 +7,7 @@
 use storage::{Content, Engine, MirrorWrite, MirroredRecord, PartitionId, StorageError};
 
 use crate::log::{kafka, one_partition_topic};
-use crate::support::{Db, ReadMessages, START_MS};
+use crate::support::{read_messages, Db, START_MS};
 
 const SOURCE: &str = "source:9092";
 
@@ -20,8 +20,7 @@ fn at(offset: i64) -> MirroredRecord {
 
 /// The (offset, value) of every stored record of the partition.
 async fn stored(engine: &Engine, id: PartitionId) -> Vec<(i64, String)> {
-    engine
-        .read_messages(id, 0, 10_000, usize::MAX)
+    read_messages(engine, id, 0, 10_000, usize::MAX)
         .await
         .expect("read")
         .into_iter()

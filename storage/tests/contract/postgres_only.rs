@@ -5,7 +5,7 @@ use sqlx::Connection;
 use storage::Record;
 
 use crate::log::{kafka, one_partition_topic};
-use crate::support::{Db, ReadMessages};
+use crate::support::{read_messages, Db};
 
 /// Segments are TOASTed; LZ4 compresses them at a fraction of pglz's cost
 /// (migration 0006). A server without LZ4 would silently keep pglz, so this
@@ -146,8 +146,7 @@ async fn connections_the_server_closed_are_replaced_before_use() {
     // Reads are not retried: each one that took a closed connection would
     // fail. As many as the pool may hold, so every closed one is taken.
     for _ in 0..16 {
-        let read = engine
-            .read_messages(p, 0, 100, 1 << 20)
+        let read = read_messages(&engine, p, 0, 100, 1 << 20)
             .await
             .expect("read after the server closed the pool's connections");
         assert_eq!(read.len(), 3);

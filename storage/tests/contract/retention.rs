@@ -13,7 +13,7 @@ use storage::{
 
 use crate::consume::{ack, acks, pop, push_n, txns};
 use crate::push::json_item;
-use crate::support::{Db, ReadMessages};
+use crate::support::{read_messages, Db};
 
 /// Runs retention steps until nothing is left to do.
 async fn retain(engine: &Engine) {
@@ -310,8 +310,7 @@ pub(crate) async fn values(
     id: PartitionId,
     from: i64,
 ) -> Vec<(i64, Option<String>)> {
-    engine
-        .read_messages(id, from, usize::MAX, usize::MAX)
+    read_messages(engine, id, from, usize::MAX, usize::MAX)
         .await
         .expect("read")
         .into_iter()

@@ -112,29 +112,15 @@ impl Db {
 
 /// [`Engine::read_partition`] with its records decoded, which is what
 /// assertions compare.
-pub(crate) trait ReadMessages {
-    /// Decoded messages of `partition` from `from` on (see
-    /// [`Engine::read_partition`] for `max_messages` and `max_bytes`).
-    async fn read_messages(
-        &self,
-        partition: storage::PartitionId,
-        from: i64,
-        max_messages: usize,
-        max_bytes: usize,
-    ) -> storage::Result<Vec<storage::StoredMessage>>;
-}
-
-impl ReadMessages for Engine {
-    async fn read_messages(
-        &self,
-        partition: storage::PartitionId,
-        from: i64,
-        max_messages: usize,
-        max_bytes: usize,
-    ) -> storage::Result<Vec<storage::StoredMessage>> {
-        let stored = self
-            .read_partition(partition, from, max_messages, max_bytes)
-            .await?;
-        stored.iter().flat_map(|s| s.decode()).collect()
-    }
+pub(crate) async fn read_messages(
+    engine: &Engine,
+    partition: storage::PartitionId,
+    from: i64,
+    max_messages: usize,
+    max_bytes: usize,
+) -> storage::Result<Vec<storage::StoredMessage>> {
+    let stored = engine
+        .read_partition(partition, from, max_messages, max_bytes)
+        .await?;
+    stored.iter().flat_map(|s| s.decode()).collect()
 }

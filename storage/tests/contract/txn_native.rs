@@ -12,7 +12,7 @@ use crate::consume::{acks, dead_letters, txns};
 use crate::kafka_txn::Writer;
 use crate::log::one_partition_topic;
 use crate::retention::keyed;
-use crate::support::{Db, ReadMessages};
+use crate::support::{read_messages, Db};
 
 /// Kafka records without keys whose values are `values`.
 fn kafka_records(values: &[&str]) -> Vec<Record> {
@@ -53,8 +53,7 @@ async fn position(engine: &Engine, group: &str, queue: &str) -> i64 {
 
 /// The transaction id of the record stored at `offset`.
 async fn txn_id_at(engine: &Engine, partition: PartitionId, offset: i64) -> String {
-    let read = engine
-        .read_messages(partition, offset, 1, 1 << 20)
+    let read = read_messages(engine, partition, offset, 1, 1 << 20)
         .await
         .expect("read");
     assert_eq!(read[0].offset, offset);
