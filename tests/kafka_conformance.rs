@@ -30,6 +30,7 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::message::Timestamp;
 use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
 use support::kafka::{call, create_topic};
 use support::Broker;
 
@@ -166,6 +167,64 @@ async fn a_fetch_stays_within_its_max_bytes(broker: &Broker) {
     // A record larger than the whole limit still comes, alone (KIP-74).
     assert_eq!(tiny[0].1, 1, "{tiny:?}");
     assert_eq!(&tiny[1..], &[(0, 0), (0, 0)], "{tiny:?}");
+}
+
+/// The broker keeps every fetch within its in-flight budget, whatever the
+/// client asks: a fetch's records are held twice (read and written) until
+/// its answer is written, and that charge is at most a quarter of the
+/// budget, so an answer holds at most an eighth of it (KIP-74 lets a
+/// broker's own limit cut an answer). A real consumer still reads every
+/// record, over more fetches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_answers_no_more_than_the_in_flight_budget_allows() {
+    let db = support::TestDb::sqlite();
+    // 1 MiB, of which an eighth is the small requests' reserve: a fetch
+    // answers at most 896 KiB / 8 = 112 KiB of records.
+    let broker = Broker::start(&db.url, &["--max-kafka-in-flight-bytes", "1048576"]);
+    const LIMIT: usize = 112 * 1024;
+    create_topic(&broker.kafka, "budgeted", 4).await;
+    // 200 kB in each partition, 800 kB in all, which the client allows.
+    fill(&broker, "budgeted", 4, 200, 1_000).await;
+    let kafka = broker.kafka.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        sizes(&fetch(&kafka, "budgeted", 4, 1_000_000, 50_000_000))
+    })
+    .await
+    .expect("fetch");
+    let total: usize = answer.iter().map(|(bytes, _)| bytes).sum();
+    assert!(total <= LIMIT, "{total} bytes answered: {answer:?}");
+    assert!(
+        answer[0].1 >= 100,
+        "the first partition fills the limit: {answer:?}"
+    );
+
+    let consumer: BaseConsumer = config(&broker)
+        .set("group.id", "budgeted")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut assignment = TopicPartitionList::new();
+    for p in 0..4 {
+        assignment
+            .add_partition_offset("budgeted", p, Offset::Beginning)
+            .expect("assignable");
+    }
+    let read = tokio::task::spawn_blocking(move || {
+        consumer.assign(&assignment).expect("assign");
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        let mut read = 0;
+        while read < 800 && std::time::Instant::now() < deadline {
+            match consumer.poll(Duration::from_millis(200)) {
+                Some(Ok(_)) => read += 1,
+                Some(Err(e)) => panic!("consume failed: {e}"),
+                None => {}
+            }
+        }
+        read
+    })
+    .await
+    .expect("consume");
+    assert_eq!(read, 800, "every record is read, over more fetches");
 }
 
 /// The offsets of the records of the first partition's answer.

@@ -86,10 +86,20 @@ impl Broker {
         self.budget.acquire(bytes).await
     }
 
+    /// The most record bytes one fetch answers, whatever its `max_bytes`:
+    /// its records are held twice (read and written) until the answer is
+    /// written, and that charge is at most a quarter of the budget, since
+    /// the fetch already holds its request's share while it waits for room
+    /// and must never need all of it (an eighth of the budget: 1.75 MiB of
+    /// the default 16 MiB). A client asking for more gets it over more
+    /// fetches, as KIP-74 allows a broker's own limit to cut an answer.
+    pub(crate) fn fetch_answer_limit(&self) -> usize {
+        (self.budget.largest() / 8).max(1)
+    }
+
     /// Waits until a fetch's answer of up to `bytes` (its records read and
-    /// encoded) fits in the in-flight budget, counting at most a quarter of
-    /// the budget: the fetch already holds its request's share while it
-    /// waits, so it must never need all of it.
+    /// encoded, so twice [`Self::fetch_answer_limit`] at most) fits in the
+    /// in-flight budget.
     pub async fn answer_budget(&self, bytes: usize) -> OwnedSemaphorePermit {
         self.request_budget(bytes.min(self.budget.largest() / 4))
             .await

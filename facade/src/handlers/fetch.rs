@@ -111,7 +111,9 @@ pub(super) async fn handle(
     let start = tokio::time::Instant::now();
     let deadline = start + wait;
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
-    let max_bytes = usize::try_from(request.max_bytes).unwrap_or(usize::MAX);
+    let max_bytes = usize::try_from(request.max_bytes)
+        .unwrap_or(usize::MAX)
+        .min(broker.fetch_answer_limit());
     let read_committed = request.isolation_level == 1;
     // What one pass may gather: its records, read and written.
     let partition_bytes = wanted
