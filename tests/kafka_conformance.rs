@@ -198,6 +198,32 @@ async fn a_fetch_answers_no_more_than_the_in_flight_budget_allows() {
         "the first partition fills the limit: {answer:?}"
     );
 
+    // A `min_bytes` above what the broker answers is met by a full answer,
+    // at once rather than at the end of `max_wait_ms`.
+    let kafka = broker.kafka.clone();
+    let (waited, answer) = tokio::task::spawn_blocking(move || {
+        let request = FetchRequest::default()
+            .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+            .with_max_wait_ms(10_000)
+            .with_min_bytes(10_000_000)
+            .with_max_bytes(50_000_000)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName("budgeted".to_owned().into()))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_partition_max_bytes(1_000_000)])]);
+        let started = std::time::Instant::now();
+        let answer: FetchResponse = call(&kafka, ApiKey::Fetch, 12, &request);
+        (started.elapsed(), sizes(&answer))
+    })
+    .await
+    .expect("fetch");
+    assert!(answer[0].1 >= 100, "{answer:?}");
+    assert!(
+        waited < Duration::from_secs(5),
+        "a full answer waited {waited:?} for a min_bytes it cannot reach"
+    );
+
     let consumer: BaseConsumer = config(&broker)
         .set("group.id", "budgeted")
         .set("enable.auto.commit", "false")

@@ -133,7 +133,7 @@ pub(super) async fn handle(
         notified.as_mut().enable();
         let read = read_all(broker, version, &wanted, pass).await;
         let expired = tokio::time::Instant::now() >= deadline;
-        if read.bytes >= min_bytes || read.failed || expired {
+        if read.bytes >= min_bytes || read.full || read.failed || expired {
             return answer(version, &topics, &wanted, read, start, wait);
         }
         // Sleep until something is appended (here or, on PostgreSQL, on
@@ -166,6 +166,10 @@ struct Read {
     records: usize,
     /// Whether any partition failed.
     failed: bool,
+    /// Whether the answer's `max_bytes` (or the broker's limit below it)
+    /// left records out: it is as full as it can get, so a `min_bytes`
+    /// above it is met.
+    full: bool,
     /// The room of the in-flight budget the records hold, once any were read.
     held: Option<Room>,
 }
@@ -206,6 +210,7 @@ async fn read_all(broker: &Broker, version: i16, wanted: &[Wanted], pass: Pass) 
     let mut total = 0;
     let mut records = 0;
     let mut failed = false;
+    let mut full = false;
     let mut out = Vec::with_capacity(wanted.len());
     for w in wanted {
         let mut data = PartitionData::default().with_partition_index(w.index);
@@ -229,10 +234,11 @@ async fn read_all(broker: &Broker, version: i16, wanted: &[Wanted], pass: Pass) 
                     times: w.times,
                 };
                 match read_one(broker, version, at, budget, pass, &mut held, data.clone()).await {
-                    Ok((filled, n, count)) => {
-                        total += n;
-                        records += count;
-                        data = filled;
+                    Ok(filled) => {
+                        total += filled.bytes;
+                        records += filled.records;
+                        full |= filled.more && budget.bytes < w.max_bytes;
+                        data = filled.data;
                     }
                     Err(e) => {
                         data.error_code = storage_code(&e);
@@ -251,8 +257,20 @@ async fn read_all(broker: &Broker, version: i16, wanted: &[Wanted], pass: Pass) 
         bytes: total,
         records,
         failed,
+        full,
         held,
     }
+}
+
+/// What [`read_one`] answers for a partition.
+struct Filled {
+    data: PartitionData,
+    /// The record bytes written.
+    bytes: usize,
+    /// The records written.
+    records: usize,
+    /// Whether records below the partition's upper bound were left out.
+    more: bool,
 }
 
 /// Where a partition is read from.
@@ -286,7 +304,7 @@ async fn read_one(
     pass: Pass,
     held: &mut Option<Room>,
     mut data: PartitionData,
-) -> Result<(PartitionData, usize, usize), StorageError> {
+) -> Result<Filled, StorageError> {
     let Position {
         partition_id,
         offset,
@@ -305,10 +323,16 @@ async fn read_one(
     }
     if offset < bounds.log_start || offset > bounds.next_offset {
         data.error_code = ResponseError::OffsetOutOfRange.code();
-        return Ok((data, 0, 0));
+        return Ok(Filled {
+            data,
+            bytes: 0,
+            records: 0,
+            more: false,
+        });
     }
     let mut records = BytesMut::new();
     let mut count = 0;
+    let mut more = offset < upper;
     let mut budget = budget;
     if (budget.bytes > 0 || budget.at_least_one) && offset < upper {
         let wanted = usize::try_from(upper - offset).unwrap_or(usize::MAX);
@@ -342,6 +366,7 @@ async fn read_one(
             *held = Some(take_room(broker, pass.charge, false).await);
         };
         count = written.records;
+        more = written.last_offset.is_none_or(|last| last + 1 < upper);
         // Only records of a transaction can be of an aborted one.
         let transactional = read_committed && written.transactional;
         if let Some(last) = written.last_offset.filter(|_| transactional) {
@@ -361,9 +386,14 @@ async fn read_one(
             );
         }
     }
-    let n = records.len();
+    let bytes = records.len();
     data.records = Some(records.freeze());
-    Ok((data, n, count))
+    Ok(Filled {
+        data,
+        bytes,
+        records: count,
+        more,
+    })
 }
 
 /// The batches of the stored records below `upper` that fit the budget,
