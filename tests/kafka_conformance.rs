@@ -89,9 +89,20 @@ fn fetch_from(
     topic: &str,
     partitions: i32,
     from: i64,
-    (partition_max, max_bytes): (i32, i32),
+    limits: (i32, i32),
 ) -> FetchResponse {
-    let request = FetchRequest::default()
+    let request = fetch_request(topic, partitions, from, limits);
+    call(kafka, ApiKey::Fetch, 12, &request)
+}
+
+/// The Fetch [`fetch_from`] sends: at least 1 byte, waiting up to 100 ms.
+fn fetch_request(
+    topic: &str,
+    partitions: i32,
+    from: i64,
+    (partition_max, max_bytes): (i32, i32),
+) -> FetchRequest {
+    FetchRequest::default()
         .with_replica_id(kafka_protocol::messages::BrokerId(-1))
         .with_max_wait_ms(100)
         .with_min_bytes(1)
@@ -107,8 +118,7 @@ fn fetch_from(
                             .with_partition_max_bytes(partition_max)
                     })
                     .collect(),
-            )]);
-    call(kafka, ApiKey::Fetch, 12, &request)
+            )])
 }
 
 /// The record bytes and the number of records of each partition's answer.
@@ -202,16 +212,9 @@ async fn a_fetch_answers_no_more_than_the_in_flight_budget_allows() {
     // at once rather than at the end of `max_wait_ms`.
     let kafka = broker.kafka.clone();
     let (waited, answer) = tokio::task::spawn_blocking(move || {
-        let request = FetchRequest::default()
-            .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+        let request = fetch_request("budgeted", 1, 0, (1_000_000, 50_000_000))
             .with_max_wait_ms(10_000)
-            .with_min_bytes(10_000_000)
-            .with_max_bytes(50_000_000)
-            .with_topics(vec![FetchTopic::default()
-                .with_topic(TopicName("budgeted".to_owned().into()))
-                .with_partitions(vec![FetchPartition::default()
-                    .with_partition(0)
-                    .with_partition_max_bytes(1_000_000)])]);
+            .with_min_bytes(10_000_000);
         let started = std::time::Instant::now();
         let answer: FetchResponse = call(&kafka, ApiKey::Fetch, 12, &request);
         (started.elapsed(), sizes(&answer))

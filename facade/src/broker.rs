@@ -98,10 +98,10 @@ impl Broker {
     }
 
     /// Waits until a fetch's answer of up to `bytes` (its records read and
-    /// encoded, so twice [`Self::fetch_answer_limit`] at most) fits in the
-    /// in-flight budget.
+    /// encoded) fits in the in-flight budget, counting at most twice
+    /// [`Self::fetch_answer_limit`].
     pub async fn answer_budget(&self, bytes: usize) -> OwnedSemaphorePermit {
-        self.request_budget(bytes.min(self.budget.largest() / 4))
+        self.request_budget(bytes.min(2 * self.fetch_answer_limit()))
             .await
     }
 
