@@ -30,11 +30,11 @@ pub(crate) trait Runner: Send + Sync + 'static {
     /// What a job's request is answered.
     type Outcome: Send + 'static;
 
-    /// What the job weighs against [`Runner::MAX_GROUP_WEIGHT`].
+    /// What the job weighs against [`Runner::max_group_weight`].
     fn weight(job: &Self::Job) -> usize;
 
     /// The most weight one group takes before it runs.
-    const MAX_GROUP_WEIGHT: usize;
+    fn max_group_weight(&self) -> usize;
 
     /// Runs `jobs` in one transaction and commits it: one outcome per job,
     /// in order, or an error and nothing committed.
@@ -171,9 +171,9 @@ impl<R: Runner> Backlog<R> {
     /// group takes only the light jobs at the heads of their keys, so that
     /// they commit right after the group being committed and not in one
     /// that a heavy job makes long. Otherwise each key in turn adds up to
-    /// [`LIGHT_WEIGHT`], until the group weighs [`Runner::MAX_GROUP_WEIGHT`]
-    /// or nothing waits.
-    fn group(&mut self) -> Vec<Pending<R>> {
+    /// [`LIGHT_WEIGHT`], until the group weighs `max_weight` or nothing
+    /// waits.
+    fn group(&mut self, max_weight: usize) -> Vec<Pending<R>> {
         let heads = || self.jobs.values().filter_map(|q| q.front());
         let light_only = !self.light_last
             && heads().any(|p| is_light::<R>(p))
@@ -187,7 +187,7 @@ impl<R: Runner> Backlog<R> {
         } else {
             usize::MAX
         };
-        while weight < R::MAX_GROUP_WEIGHT && turns_left > 0 {
+        while weight < max_weight && turns_left > 0 {
             turns_left -= 1;
             let Some(key) = self.turns.pop_front() else {
                 break;
@@ -199,8 +199,8 @@ impl<R: Runner> Backlog<R> {
             // room; a group of light jobs takes only light ones.
             let mut turn = 0;
             while let Some(next) = queue.front() {
-                let room = turn == 0
-                    || weight + turn < R::MAX_GROUP_WEIGHT && (light_only || turn < LIGHT_WEIGHT);
+                let room =
+                    turn == 0 || weight + turn < max_weight && (light_only || turn < LIGHT_WEIGHT);
                 if !room || light_only && !is_light::<R>(next) {
                     break;
                 }
@@ -238,7 +238,7 @@ async fn write<R: Runner>(runner: Arc<R>, mut rx: mpsc::Receiver<Pending<R>>) {
             }
         }
         backlog.fill(&mut rx);
-        commit_group(&*runner, backlog.group()).await;
+        commit_group(&*runner, backlog.group(runner.max_group_weight())).await;
     }
 }
 
@@ -280,13 +280,19 @@ mod tests {
     /// Jobs that are their own weight.
     struct Weights;
 
+    /// The weight of a full group in these tests.
+    const MAX_WEIGHT: usize = 50_000;
+
     impl Runner for Weights {
         type Job = usize;
         type Outcome = ();
-        const MAX_GROUP_WEIGHT: usize = 50_000;
 
         fn weight(job: &usize) -> usize {
             *job
+        }
+
+        fn max_group_weight(&self) -> usize {
+            MAX_WEIGHT
         }
 
         async fn run(&self, jobs: &[usize]) -> Result<Vec<()>> {
@@ -306,7 +312,7 @@ mod tests {
 
     fn take(backlog: &mut Backlog<Weights>) -> Vec<(usize, usize)> {
         backlog
-            .group()
+            .group(MAX_WEIGHT)
             .into_iter()
             .map(|p| (p.key, p.job))
             .collect()
@@ -342,7 +348,7 @@ mod tests {
         let mut b = backlog(&jobs);
         let first = take(&mut b);
         let weight: usize = first.iter().map(|&(_, w)| w).sum();
-        assert_eq!(weight, 50_000, "a full group, not one key's turn");
+        assert_eq!(weight, MAX_WEIGHT, "a full group, not one key's turn");
         assert_eq!(take(&mut b).len(), 50);
         assert_eq!(take(&mut b).len(), 20);
     }

@@ -116,7 +116,9 @@ impl Runner for Consumer {
     type Job = Job;
     type Outcome = Done;
 
-    const MAX_GROUP_WEIGHT: usize = MAX_GROUP_JOBS;
+    fn max_group_weight(&self) -> usize {
+        MAX_GROUP_JOBS
+    }
 
     fn weight(_: &Job) -> usize {
         1
