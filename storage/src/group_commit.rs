@@ -18,6 +18,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -33,8 +34,11 @@ pub(crate) trait Runner: Send + Sync + 'static {
     /// What the job weighs against [`Runner::max_group_weight`].
     fn weight(job: &Self::Job) -> usize;
 
-    /// The most weight one group takes before it runs.
-    fn max_group_weight(&self) -> usize;
+    /// The most weight one group takes before it runs. `light_lately`
+    /// says whether light jobs came in lately (within [`LIGHT_LATELY`]):
+    /// each of them waits for the group in progress, which a smaller
+    /// bound keeps short.
+    fn max_group_weight(&self, light_lately: bool) -> usize;
 
     /// Runs `jobs` in one transaction and commits it: one outcome per job,
     /// in order, or an error and nothing committed.
@@ -121,6 +125,10 @@ impl<R: Runner> GroupCommit<R> {
 /// turn weighs less).
 const LIGHT_WEIGHT: usize = 1024;
 
+/// How long after a light job came in its key's traffic still counts as
+/// latency-bound ([`Runner::max_group_weight`]).
+const LIGHT_LATELY: Duration = Duration::from_millis(100);
+
 /// Jobs a task has taken off its channel and not yet grouped, by key.
 struct Backlog<R: Runner> {
     /// Each key's waiting jobs, in order.
@@ -131,6 +139,8 @@ struct Backlog<R: Runner> {
     /// Whether the last group was of light jobs only: the next one is not,
     /// so heavy jobs are never put off twice in a row.
     light_last: bool,
+    /// When the last light job came in.
+    light_at: Option<Instant>,
 }
 
 impl<R: Runner> Backlog<R> {
@@ -144,10 +154,14 @@ impl<R: Runner> Backlog<R> {
             turns: VecDeque::new(),
             len: 0,
             light_last: false,
+            light_at: None,
         }
     }
 
     fn push(&mut self, pending: Pending<R>) {
+        if is_light::<R>(&pending) {
+            self.light_at = Some(Instant::now());
+        }
         let key = pending.key;
         let queue = self.jobs.entry(key).or_default();
         if queue.is_empty() {
@@ -171,8 +185,8 @@ impl<R: Runner> Backlog<R> {
     /// group takes only the light jobs at the heads of their keys, so that
     /// they commit right after the group being committed and not in one
     /// that a heavy job makes long. Otherwise each key in turn adds up to
-    /// [`LIGHT_WEIGHT`], until the group weighs `max_weight` or nothing
-    /// waits.
+    /// [`LIGHT_WEIGHT`], until the next job would take the group past
+    /// `max_weight` (a job heavier than that goes alone) or nothing waits.
     fn group(&mut self, max_weight: usize) -> Vec<Pending<R>> {
         let heads = || self.jobs.values().filter_map(|q| q.front());
         let light_only = !self.light_last
@@ -181,13 +195,14 @@ impl<R: Runner> Backlog<R> {
         self.light_last = light_only;
         let mut group = Vec::new();
         let mut weight = 0;
+        let mut full = false;
         // A group of light jobs passes over the keys once.
         let mut turns_left = if light_only {
             self.turns.len()
         } else {
             usize::MAX
         };
-        while weight < max_weight && turns_left > 0 {
+        while !full && turns_left > 0 {
             turns_left -= 1;
             let Some(key) = self.turns.pop_front() else {
                 break;
@@ -195,25 +210,32 @@ impl<R: Runner> Backlog<R> {
             let Some(queue) = self.jobs.get_mut(&key) else {
                 continue;
             };
-            // A turn takes one job, then more while it and the group have
-            // room; a group of light jobs takes only light ones.
+            // A turn takes one job, then more while its share is under
+            // LIGHT_WEIGHT; a group of light jobs takes only light ones.
             let mut turn = 0;
             while let Some(next) = queue.front() {
-                let room =
-                    turn == 0 || weight + turn < max_weight && (light_only || turn < LIGHT_WEIGHT);
-                if !room || light_only && !is_light::<R>(next) {
+                let next_weight = R::weight(&next.job);
+                if !group.is_empty() && weight + turn + next_weight > max_weight {
+                    full = true;
+                    break;
+                }
+                let turn_open = turn == 0 || light_only || turn < LIGHT_WEIGHT;
+                if !turn_open || light_only && !is_light::<R>(next) {
                     break;
                 }
                 let Some(pending) = queue.pop_front() else {
                     break;
                 };
                 self.len -= 1;
-                turn += R::weight(&pending.job);
+                turn += next_weight;
                 group.push(pending);
             }
             weight += turn;
             if queue.is_empty() {
                 self.jobs.remove(&key);
+            } else if turn == 0 && full {
+                // It had no turn: it goes first in the next group.
+                self.turns.push_front(key);
             } else {
                 self.turns.push_back(key);
             }
@@ -238,7 +260,11 @@ async fn write<R: Runner>(runner: Arc<R>, mut rx: mpsc::Receiver<Pending<R>>) {
             }
         }
         backlog.fill(&mut rx);
-        commit_group(&*runner, backlog.group(runner.max_group_weight())).await;
+        let light_lately = backlog
+            .light_at
+            .is_some_and(|at| at.elapsed() < LIGHT_LATELY);
+        let max_weight = runner.max_group_weight(light_lately);
+        commit_group(&*runner, backlog.group(max_weight)).await;
     }
 }
 
@@ -291,7 +317,7 @@ mod tests {
             *job
         }
 
-        fn max_group_weight(&self) -> usize {
+        fn max_group_weight(&self, _: bool) -> usize {
             MAX_WEIGHT
         }
 
@@ -328,11 +354,22 @@ mod tests {
             job: 7,
             reply: oneshot::channel().0,
         });
-        assert_eq!(
-            take(&mut b),
-            [(1, 20_000), (2, 7), (1, 20_000), (1, 20_000)]
-        );
+        assert_eq!(take(&mut b), [(1, 20_000), (2, 7), (1, 20_000)]);
+        // A group never weighs more than the bound.
+        assert_eq!(take(&mut b), [(1, 20_000)]);
         assert!(take(&mut b).is_empty());
+    }
+
+    #[test]
+    fn only_a_light_job_marks_the_traffic_latency_bound() {
+        let mut b = backlog(&[(1, 20_000), (1, 30_000)]);
+        assert!(b.light_at.is_none(), "heavy jobs alone keep full groups");
+        b.push(Pending {
+            key: 2,
+            job: 3,
+            reply: oneshot::channel().0,
+        });
+        assert!(b.light_at.is_some_and(|at| at.elapsed() < LIGHT_LATELY));
     }
 
     #[test]
@@ -354,7 +391,7 @@ mod tests {
     }
 
     #[test]
-    fn every_job_is_grouped_once_in_its_keys_order() {
+    fn every_job_is_grouped_once_in_its_keys_order_within_the_bound() {
         // Weights cycling through light and heavy, on five keys.
         let jobs: Vec<(usize, usize)> = (0..500)
             .map(|i| (i * 7 % 5, [1, 900, 5_000, 30_000, 40][i % 5] + i))
@@ -366,6 +403,11 @@ mod tests {
             if group.is_empty() {
                 break;
             }
+            let weight: usize = group.iter().map(|&(_, w)| w).sum();
+            assert!(
+                group.len() == 1 || weight <= MAX_WEIGHT,
+                "only a job alone may weigh more than the bound: {group:?}"
+            );
             seen.extend(group);
         }
         assert_eq!(seen.len(), jobs.len());

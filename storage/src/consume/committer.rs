@@ -116,7 +116,7 @@ impl Runner for Consumer {
     type Job = Job;
     type Outcome = Done;
 
-    fn max_group_weight(&self) -> usize {
+    fn max_group_weight(&self, _light_lately: bool) -> usize {
         MAX_GROUP_JOBS
     }
 
