@@ -13,7 +13,10 @@
 //! in a small group of their own, instead of behind (or together with) the
 //! megabyte batches a bulk producer queued before them on another
 //! partition. On SQLite, whose one writer commits a bulk batch in tens of
-//! milliseconds, that is most of a small append's latency under load.
+//! milliseconds, that is most of a small append's latency under load;
+//! while light jobs come in, a runner may also bound its groups tighter
+//! ([`Runner::max_group_weight`]), so that the group in progress when a
+//! light job arrives is a short one.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -125,8 +128,10 @@ impl<R: Runner> GroupCommit<R> {
 /// turn weighs less).
 const LIGHT_WEIGHT: usize = 1024;
 
-/// How long after a light job came in its key's traffic still counts as
-/// latency-bound ([`Runner::max_group_weight`]).
+/// How long after a light job came in a task's traffic still counts as
+/// latency-bound ([`Runner::max_group_weight`]): a latency-bound producer
+/// sends several a second, while a bulk stream's occasional short batch
+/// (its first, its last) does not bound its groups for long.
 const LIGHT_LATELY: Duration = Duration::from_millis(100);
 
 /// Jobs a task has taken off its channel and not yet grouped, by key.
