@@ -1,6 +1,7 @@
 //! Where the Kafka door used to differ from Kafka, each case as Kafka
 //! answers it, against the running binary on SQLite and PostgreSQL: the
-//! request-level `max_bytes` of a Fetch (KIP-74), illegal topic names,
+//! request-level `max_bytes` of a Fetch (KIP-74), what wakes a long poll,
+//! illegal topic names,
 //! strings with a NUL byte, the states and kinds of classic groups, the
 //! internal topics no client deletes, and the admin APIs about where
 //! partitions live (DescribeLogDirs, ElectLeaders, reassignments).
@@ -146,6 +147,7 @@ fn sizes(answer: &FetchResponse) -> Vec<(usize, usize)> {
 support::broker_scenarios!(&[];
     a_fetch_stays_within_its_max_bytes,
     a_fetch_resuming_inside_a_batch_fills_its_budget,
+    a_long_poll_of_one_topic_wakes_for_its_own_records,
     illegal_topic_names_are_refused_and_nothing_is_created,
     a_group_whose_members_left_is_empty_and_can_be_deleted,
     authorized_operations_are_every_operation_without_an_authorizer,
@@ -306,6 +308,36 @@ async fn a_fetch_resuming_inside_a_batch_fills_its_budget(broker: &Broker) {
     );
     let all: Vec<i64> = first.iter().chain(&second).copied().collect();
     assert_eq!(all, (0..all.len() as i64).collect::<Vec<_>>());
+}
+
+/// A long poll of one topic sleeps on that topic's appends alone: records
+/// produced to another topic leave it waiting, and a record of its own
+/// answers it at once, long before its `max_wait_ms`.
+async fn a_long_poll_of_one_topic_wakes_for_its_own_records(broker: &Broker) {
+    create_topic(&broker.kafka, "polled", 1).await;
+    create_topic(&broker.kafka, "elsewhere", 1).await;
+    let kafka = broker.kafka.clone();
+    let poll = tokio::task::spawn_blocking(move || {
+        let request =
+            fetch_request("polled", 1, 0, (1_000_000, 1_000_000)).with_max_wait_ms(20_000);
+        let started = std::time::Instant::now();
+        let answer: FetchResponse = call(&kafka, ApiKey::Fetch, 12, &request);
+        (started.elapsed(), sizes(&answer))
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    fill(broker, "elsewhere", 1, 20, 100).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !poll.is_finished(),
+        "records of another topic answered the poll"
+    );
+    fill(broker, "polled", 1, 1, 100).await;
+    let (waited, answer) = poll.await.expect("fetch");
+    assert_eq!(answer[0].1, 1, "the poll answers its record: {answer:?}");
+    assert!(
+        waited < Duration::from_secs(10),
+        "the poll waited {waited:?}: its topic's record did not wake it"
+    );
 }
 
 /// The names of the topics Metadata lists.

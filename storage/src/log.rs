@@ -185,4 +185,12 @@ impl Engine {
     pub fn appended_anywhere(&self) -> Arc<Notify> {
         self.inner.consume.wake.any()
     }
+
+    /// Notified whenever new messages may be readable in `queue` (appended
+    /// here or, on PostgreSQL, announced by another broker), as
+    /// [`Self::appended_anywhere`] for that queue alone: a long poll on one
+    /// queue is not woken by every append to the others.
+    pub fn appended_in(&self, queue: &str) -> Arc<Notify> {
+        self.inner.consume.wake.subscribe(queue)
+    }
 }

@@ -1,8 +1,9 @@
 //! Fetch: reads from any offset, as a real long poll.
 //!
 //! When less than `min_bytes` is available the request waits for the
-//! engine's append notification (no polling loop; appends through other
-//! brokers on PostgreSQL notify too) until `max_wait_ms`. Fetch
+//! engine's append notification, its topic's when it fetches one topic
+//! (no polling loop; appends through other brokers on PostgreSQL notify
+//! too) until `max_wait_ms`. Fetch
 //! sessions (KIP-227) are refused correctly: a session is never created
 //! (the answer's session id is 0, so clients keep sending full requests) and
 //! an incremental request gets `FETCH_SESSION_ID_NOT_FOUND`.
@@ -64,7 +65,6 @@ pub(super) async fn handle(
             FetchResponse::default().with_error_code(ResponseError::FetchSessionIdNotFound.code());
         return (refused, None);
     }
-    let appended = broker.engine.appended_anywhere();
 
     let mut topics: Vec<(Option<String>, TopicName, Uuid)> = Vec::new();
     let mut wanted = Vec::new();
@@ -107,6 +107,13 @@ pub(super) async fn handle(
         topics.push((name, topic.topic.clone(), topic.topic_id));
     }
 
+    // A fetch of one topic (a consumer's usual case) sleeps on that topic's
+    // appends alone: woken by every append anywhere, a consumer keeping up
+    // with a quiet topic read it again after each batch of a busy one.
+    let appended = match topics.as_slice() {
+        [(Some(name), _, _)] => broker.engine.appended_in(name),
+        _ => broker.engine.appended_anywhere(),
+    };
     let wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0)).min(MAX_WAIT);
     let start = tokio::time::Instant::now();
     let deadline = start + wait;
