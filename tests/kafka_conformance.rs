@@ -1,10 +1,10 @@
 //! Where the Kafka door used to differ from Kafka, each case as Kafka
 //! answers it, against the running binary on SQLite and PostgreSQL: the
 //! request-level `max_bytes` of a Fetch (KIP-74), what wakes a long poll,
-//! illegal topic names,
-//! strings with a NUL byte, the states and kinds of classic groups, the
-//! internal topics no client deletes, and the admin APIs about where
-//! partitions live (DescribeLogDirs, ElectLeaders, reassignments).
+//! illegal topic names, strings with a NUL byte, the states and kinds of
+//! classic groups, the internal topics no client deletes, and the admin
+//! APIs about where partitions live (DescribeLogDirs, ElectLeaders,
+//! reassignments).
 
 mod support;
 
