@@ -3,10 +3,10 @@
 //! When less than `min_bytes` is available the request waits for the
 //! engine's append notification, its topic's when it fetches one topic
 //! (no polling loop; appends through other brokers on PostgreSQL notify
-//! too) until `max_wait_ms`. Fetch
-//! sessions (KIP-227) are refused correctly: a session is never created
-//! (the answer's session id is 0, so clients keep sending full requests) and
-//! an incremental request gets `FETCH_SESSION_ID_NOT_FOUND`.
+//! too) until `max_wait_ms`. Fetch sessions (KIP-227) are refused
+//! correctly: a session is never created (the answer's session id is 0, so
+//! clients keep sending full requests) and an incremental request gets
+//! `FETCH_SESSION_ID_NOT_FOUND`.
 //!
 //! The records a fetch gathers hold room of the broker's in-flight budget
 //! (twice what the fetch may answer: the records read and their encoding)
