@@ -176,6 +176,11 @@ impl<R: Runner> Backlog<R> {
         self.len += 1;
     }
 
+    /// Whether a light job came in within [`LIGHT_LATELY`].
+    fn light_lately(&self) -> bool {
+        self.light_at.is_some_and(|at| at.elapsed() < LIGHT_LATELY)
+    }
+
     /// Takes whatever the channel holds, up to [`Self::MAX_JOBS`].
     fn fill(&mut self, rx: &mut mpsc::Receiver<Pending<R>>) {
         while self.len < Self::MAX_JOBS {
@@ -265,10 +270,7 @@ async fn write<R: Runner>(runner: Arc<R>, mut rx: mpsc::Receiver<Pending<R>>) {
             }
         }
         backlog.fill(&mut rx);
-        let light_lately = backlog
-            .light_at
-            .is_some_and(|at| at.elapsed() < LIGHT_LATELY);
-        let max_weight = runner.max_group_weight(light_lately);
+        let max_weight = runner.max_group_weight(backlog.light_lately());
         commit_group(&*runner, backlog.group(max_weight)).await;
     }
 }
@@ -368,13 +370,13 @@ mod tests {
     #[test]
     fn only_a_light_job_marks_the_traffic_latency_bound() {
         let mut b = backlog(&[(1, 20_000), (1, 30_000)]);
-        assert!(b.light_at.is_none(), "heavy jobs alone keep full groups");
+        assert!(!b.light_lately(), "heavy jobs alone keep full groups");
         b.push(Pending {
             key: 2,
             job: 3,
             reply: oneshot::channel().0,
         });
-        assert!(b.light_at.is_some_and(|at| at.elapsed() < LIGHT_LATELY));
+        assert!(b.light_lately());
     }
 
     #[test]

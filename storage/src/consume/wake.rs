@@ -18,10 +18,21 @@ pub(crate) const CHANNEL: &str = "queen_wake";
 /// Past this many notifiers, those nobody waits on are dropped.
 const SWEEP_AT: usize = 1024;
 
+/// The notifiers by queue.
+#[derive(Debug, Default)]
+struct Notifiers {
+    by_queue: HashMap<String, Arc<Notify>>,
+    /// Adding a queue at this many notifiers first drops those nobody
+    /// waits on; then it is twice what is left (at least [`SWEEP_AT`]), so
+    /// a sweep is paid for by as many additions, however many queues have
+    /// waiters.
+    sweep_at: usize,
+}
+
 /// The wake-ups of one engine.
 #[derive(Debug)]
 pub(crate) struct Wake {
-    queues: Mutex<HashMap<String, Arc<Notify>>>,
+    queues: Mutex<Notifiers>,
     /// Notified on every announcement: for pops that span queues.
     any: Arc<Notify>,
     /// Queues to announce to other brokers, and the kick of the task that
@@ -33,7 +44,7 @@ impl Wake {
     /// Wake-ups for this broker only.
     pub(crate) fn local() -> Arc<Self> {
         Arc::new(Self {
-            queues: Mutex::new(HashMap::new()),
+            queues: Mutex::default(),
             any: Arc::new(Notify::new()),
             remote: None,
         })
@@ -44,20 +55,26 @@ impl Wake {
     pub(crate) fn shared() -> (Arc<Self>, mpsc::Receiver<()>) {
         let (kick, rx) = mpsc::channel(1);
         let wake = Arc::new(Self {
-            queues: Mutex::new(HashMap::new()),
+            queues: Mutex::default(),
             any: Arc::new(Notify::new()),
             remote: Some((Mutex::new(HashSet::new()), kick)),
         });
         (wake, rx)
     }
 
-    /// The notifier of `queue`, for a pop about to wait on it.
+    /// The notifier of `queue`, for a pop or a fetch about to wait on it.
     pub(crate) fn subscribe(&self, queue: &str) -> Arc<Notify> {
         let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
-        if queues.len() >= SWEEP_AT {
-            queues.retain(|_, n| Arc::strong_count(n) > 1);
+        if let Some(notify) = queues.by_queue.get(queue) {
+            return notify.clone();
         }
-        queues.entry(queue.to_owned()).or_default().clone()
+        if queues.by_queue.len() >= queues.sweep_at.max(SWEEP_AT) {
+            queues.by_queue.retain(|_, n| Arc::strong_count(n) > 1);
+            queues.sweep_at = 2 * queues.by_queue.len();
+        }
+        let notify = Arc::new(Notify::new());
+        queues.by_queue.insert(queue.to_owned(), notify.clone());
+        notify
     }
 
     /// The notifier of every announcement, for pops spanning queues.
@@ -84,6 +101,7 @@ impl Wake {
             .queues
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .by_queue
             .get(queue)
             .cloned();
         if let Some(n) = notify {
@@ -99,6 +117,7 @@ impl Wake {
             .queues
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .by_queue
             .values()
             .cloned()
             .collect();
@@ -136,6 +155,23 @@ mod tests {
         tokio::time::timeout(std::time::Duration::from_secs(1), notified)
             .await
             .expect("woken");
+    }
+
+    #[test]
+    fn notifiers_nobody_waits_on_are_dropped_and_a_held_one_is_kept() {
+        let wake = Wake::local();
+        let held = wake.subscribe("held");
+        for i in 0..3 * SWEEP_AT {
+            drop(wake.subscribe(&format!("q{i}")));
+        }
+        let queues = wake.queues.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(
+            queues.by_queue.len() <= SWEEP_AT,
+            "{} notifiers kept",
+            queues.by_queue.len()
+        );
+        drop(queues);
+        assert!(Arc::ptr_eq(&held, &wake.subscribe("held")));
     }
 
     #[tokio::test]
