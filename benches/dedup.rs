@@ -116,12 +116,14 @@ struct Progress {
 
 impl Progress {
     /// Counts `n` more acknowledged messages; prints a line when the count
-    /// crosses a multiple of `every`.
-    fn add(&mut self, n: usize) {
+    /// crosses a multiple of `every`, and then returns true.
+    fn add(&mut self, n: usize) -> bool {
         self.done += n;
-        if self.done / self.every > self.mark_done / self.every {
+        let crossed = self.done / self.every > self.mark_done / self.every;
+        if crossed {
             self.line();
         }
+        crossed
     }
 
     /// Prints the stretch since the previous line.
@@ -143,6 +145,68 @@ impl Progress {
     }
 }
 
+/// The dedup index's counters on `/metrics`, in [`IndexWork::counters`] order.
+const INDEX_COUNTERS: [&str; 6] = [
+    "queen_dedup_filter_probes_total",
+    "queen_dedup_filter_maybes_total",
+    "queen_dedup_pages_read_total",
+    "queen_dedup_merged_entries_total",
+    "queen_storage_commit_duration_seconds_sum",
+    "queen_storage_commit_duration_seconds_count",
+];
+
+/// What the index did up to the previous index line.
+struct IndexWork {
+    label: String,
+    progress: Arc<Mutex<Progress>>,
+    /// Messages acknowledged when the counters were read.
+    at: usize,
+    counters: [f64; 6],
+}
+
+/// The broker's [`INDEX_COUNTERS`] now.
+async fn index_counters(client: &reqwest::Client, url: &str) -> [f64; 6] {
+    let text = client
+        .get(url)
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    INDEX_COUNTERS.map(|name| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} is not on /metrics"))
+    })
+}
+
+/// Prints what the index did per message since the previous index line:
+/// filter probes (the live runs a fresh id is checked against), "maybe"s,
+/// pages read, and entries merges wrote (how often ids are rewritten).
+async fn index_line(client: &reqwest::Client, url: &str, work: &tokio::sync::Mutex<IndexWork>) {
+    let mut work = work.lock().await;
+    let counters = index_counters(client, url).await;
+    let done = work.progress.lock().expect("progress lock").done;
+    let messages = done.saturating_sub(work.at).max(1) as f64;
+    let delta = |i: usize| counters[i] - work.counters[i];
+    let per = |i: usize| delta(i) / messages;
+    let commits = delta(5).max(1.0);
+    println!(
+        "{}: index per message: {:.2} filter probes, {:.4} maybes, {:.4} pages read, {:.2} entries merged; {:.0} group commits of {:.2} ms ({:.1} s)",
+        work.label,
+        per(0),
+        per(1),
+        per(2),
+        per(3),
+        delta(5),
+        delta(4) * 1000.0 / commits,
+        delta(4),
+    );
+    work.at = done;
+    work.counters = counters;
+}
+
 /// Pushes every message of the run from `args.clients` clients.
 async fn bulk_push(
     broker: &Broker,
@@ -153,9 +217,18 @@ async fn bulk_push(
     let requests = args.messages.div_ceil(PER_REQUEST);
     let next = Arc::new(AtomicUsize::new(0));
     let client = reqwest::Client::new();
+    let metrics_url = format!("{}/metrics", broker.http);
+    let label = progress.lock().expect("progress lock").label.clone();
+    let index_work = Arc::new(tokio::sync::Mutex::new(IndexWork {
+        label,
+        progress: progress.clone(),
+        at: 0,
+        counters: index_counters(&client, &metrics_url).await,
+    }));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..args.clients {
         let (client, next, progress) = (client.clone(), next.clone(), progress.clone());
+        let (metrics_url, index_work) = (metrics_url.clone(), index_work.clone());
         let url = format!("{}/api/v1/push", broker.http);
         tasks.spawn(async move {
             loop {
@@ -180,7 +253,10 @@ async fn bulk_push(
                     !answer.contains(r#""status":"duplicate""#),
                     "push {r}: a fresh id was answered duplicate: {answer}"
                 );
-                progress.lock().expect("progress lock").add(PER_REQUEST);
+                let line = progress.lock().expect("progress lock").add(PER_REQUEST);
+                if line {
+                    index_line(&client, &metrics_url, &index_work).await;
+                }
             }
         });
     }

@@ -348,9 +348,59 @@ fn documented(scrape: &Scrape) {
     assert!(queried > 30, "the dashboard queries {queried} series");
 }
 
+/// Pushes `ids` to `queue` (its default one-hour window), 1,000 per request.
+async fn push_ids(broker: &Broker, queue: &str, ids: std::ops::Range<usize>) -> Vec<Value> {
+    let mut answers = Vec::new();
+    let ids: Vec<usize> = ids.collect();
+    for chunk in ids.chunks(1000) {
+        let items: Vec<Value> = chunk
+            .iter()
+            .map(|n| json!({"queue": queue, "transactionId": format!("id-{n}"), "payload": {"n": n}}))
+            .collect();
+        let answer = broker.post("/api/v1/push", json!({"items": items})).await;
+        answers.extend(answer.as_array().expect("push answers").iter().cloned());
+    }
+    answers
+}
+
+/// The dedup index's counters move as a window fills: once a partition's
+/// ids are sealed into a run, every pushed id probes its filter, and a
+/// duplicate of a sealed id is a "maybe" that reads a page.
+async fn dedup_counters_move_as_a_window_fills(broker: &Broker) {
+    let count = |s: &Scrape, name: &str| s.sum(name, &[]);
+    // More than one tail (16,384 ids): the first ones are sealed into a run.
+    push_ids(broker, "orders", 0..20_000).await;
+    let before = scrape(broker).await;
+    let fresh = push_ids(broker, "orders", 20_000..21_000).await;
+    assert!(fresh.iter().all(|a| a["status"] == "queued"), "{fresh:?}");
+    let after_fresh = scrape(broker).await;
+    let probes = count(&after_fresh, "queen_dedup_filter_probes_total")
+        - count(&before, "queen_dedup_filter_probes_total");
+    assert!(probes >= 1000.0, "1,000 fresh ids probed {probes} filters");
+
+    let again = push_ids(broker, "orders", 0..10).await;
+    assert!(
+        again.iter().all(|a| a["status"] == "duplicate"),
+        "{again:?}"
+    );
+    let after = scrape(broker).await;
+    for name in [
+        "queen_dedup_filter_maybes_total",
+        "queen_dedup_pages_read_total",
+    ] {
+        let moved = count(&after, name) - count(&after_fresh, name);
+        assert!(
+            moved >= 1.0,
+            "{name} moved by {moved} for 10 sealed duplicates"
+        );
+    }
+    documented(&after);
+}
+
 support::broker_scenarios!(
     crate::FLAGS;
     families_move_with_kafka_and_http_traffic,
+    dedup_counters_move_as_a_window_fills,
 );
 
 /// With `--metrics-per-partition`, topic and lag series name the partition.

@@ -21,6 +21,7 @@ use crate::dedup::run::{self, Entry as RunEntry};
 use crate::dedup::tail::PreHashed;
 use crate::dedup::{DedupCache, HashRow, TxnKey, TxnMap, WindowIndex};
 use crate::error::{Result, StorageError};
+use crate::metrics::STORAGE;
 use crate::model::PartitionId;
 use crate::model::PushStatus;
 use crate::producers::{self, ProducerBatch, ProducerState, Verdict};
@@ -409,12 +410,14 @@ impl Originals {
         hashes: &[i64],
     ) -> Result<()> {
         let mut wanted: Vec<(i64, i64)> = Vec::new();
+        let mut maybes = 0;
         // Run by run, so the probes of one filter follow each other and
         // their memory loads overlap.
         for run in &index.runs {
             for &hash in hashes {
                 let pages = run.pages_for(hash);
                 if !pages.is_empty() {
+                    maybes += 1;
                     self.maybe.insert(hash);
                     wanted.extend(pages.map(|page_no| (run.id, page_no)));
                 }
@@ -423,6 +426,12 @@ impl Originals {
         wanted.sort_unstable();
         wanted.dedup();
         wanted.retain(|key| !self.pages.contains_key(key));
+        let metrics = &*STORAGE;
+        metrics
+            .dedup_probes
+            .inc_by((index.runs.len() * hashes.len()) as u64);
+        metrics.dedup_maybes.inc_by(maybes);
+        metrics.dedup_pages_read.inc_by(wanted.len() as u64);
         if !wanted.is_empty() {
             self.pages.extend(tx.read_pages(&wanted).await?);
         }
@@ -456,6 +465,7 @@ impl Originals {
                 let page = match self.pages.entry((run.id, page_no)) {
                     Entry::Occupied(page) => page.into_mut(),
                     Entry::Vacant(slot) => {
+                        STORAGE.dedup_pages_read.inc();
                         slot.insert(sql::dedup::page(tx, run.id, page_no).await?)
                     }
                 };

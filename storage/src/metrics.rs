@@ -60,6 +60,14 @@ pub struct StorageMetrics {
     pub(crate) retention_segments: Counter,
     /// Records compaction removed (superseded keys, old tombstones).
     pub(crate) compaction_records: Counter,
+    /// Dedup: fresh ids' probes of sealed runs' filters.
+    pub(crate) dedup_probes: Counter,
+    /// Dedup: the probes a filter answered "maybe".
+    pub(crate) dedup_maybes: Counter,
+    /// Dedup: run pages appends read to resolve "maybe"s.
+    pub(crate) dedup_pages_read: Counter,
+    /// Dedup: entries merges wrote into new runs.
+    pub(crate) dedup_merged_entries: Counter,
 }
 
 /// The storage metrics of this process (every engine of it feeds them).
@@ -72,6 +80,10 @@ pub static STORAGE: LazyLock<StorageMetrics> = LazyLock::new(|| StorageMetrics {
     retention_records: Counter::default(),
     retention_segments: Counter::default(),
     compaction_records: Counter::default(),
+    dedup_probes: Counter::default(),
+    dedup_maybes: Counter::default(),
+    dedup_pages_read: Counter::default(),
+    dedup_merged_entries: Counter::default(),
 });
 
 /// Awaits `acquire`, recording how long it took in `pool`'s histogram.
@@ -129,5 +141,25 @@ pub fn register(registry: &mut Registry) {
         "compaction_records_removed",
         "Records log compaction removed (superseded keys and expired tombstones)",
         m.compaction_records.clone(),
+    );
+    registry.register(
+        "dedup_filter_probes",
+        "Probes of sealed dedup runs' filters by appended transaction ids (one per id and live run)",
+        m.dedup_probes.clone(),
+    );
+    registry.register(
+        "dedup_filter_maybes",
+        "Dedup filter probes answered \"maybe\" (a false positive unless the id is a duplicate)",
+        m.dedup_maybes.clone(),
+    );
+    registry.register(
+        "dedup_pages_read",
+        "Dedup run pages appends read to resolve filters' \"maybe\"s",
+        m.dedup_pages_read.clone(),
+    );
+    registry.register(
+        "dedup_merged_entries",
+        "Entries (transaction-id hashes) dedup merges wrote into new runs",
+        m.dedup_merged_entries.clone(),
     );
 }

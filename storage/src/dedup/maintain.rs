@@ -9,6 +9,7 @@ use super::run::{self, Entry, Finished, Page, Run, RunBuilder};
 use super::{RunState, MERGE_FANOUT, TOP_LEVEL};
 use crate::backend::Store;
 use crate::error::Result;
+use crate::metrics::STORAGE;
 use crate::model::PartitionId;
 use crate::sql;
 use crate::sql::dedup::{NewRun, RunHead};
@@ -218,6 +219,9 @@ async fn write_merged(
     let mut finished = builder.finish();
     pending.extend(finished.last_page.take());
     flush(store, id, &mut pending).await?;
+    STORAGE
+        .dedup_merged_entries
+        .inc_by(u64::try_from(finished.entries).unwrap_or(0));
     Ok(finished)
 }
 
