@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::append::{NewSegment, PartitionHead};
 use crate::consume::wake::Wake;
-use crate::dedup::run::{Entry, Page};
+use crate::dedup::run::{KeyedPage, Page};
 use crate::dedup::HashRow;
 use crate::error::{Result, StorageError};
 use crate::metrics::{timed_acquire, Pool};
@@ -322,24 +322,10 @@ impl Conn<'_> {
         }
     }
 
-    /// Reads pages of dedup runs by (run id, page number): one statement on
-    /// PostgreSQL, where each costs a round trip; one per page on SQLite,
-    /// where a statement costs no more than a lookup.
-    pub(crate) async fn read_pages(
-        &mut self,
-        keys: &[(i64, i64)],
-    ) -> Result<Vec<((i64, i64), Vec<Entry>)>> {
+    /// Reads pages of dedup runs by (run id, page number), in one statement.
+    pub(crate) async fn read_pages(&mut self, keys: &[(i64, i64)]) -> Result<Vec<KeyedPage>> {
         match self {
-            Self::Sqlite(_) => {
-                let mut pages = Vec::with_capacity(keys.len());
-                for &(run_id, page_no) in keys {
-                    pages.push((
-                        (run_id, page_no),
-                        crate::sql::dedup::page(self, run_id, page_no).await?,
-                    ));
-                }
-                Ok(pages)
-            }
+            Self::Sqlite(c) => crate::sqlite::append::read_pages(c, keys).await,
             Self::Postgres(c) => crate::postgres::append::read_pages(c, keys).await,
         }
     }

@@ -38,6 +38,9 @@ pub(crate) type Entry = (i64, i64);
 /// A stored page: its number in the run, and its bytes.
 pub(crate) type Page = (i64, Vec<u8>);
 
+/// A page read by key: (run id, page number), and its entries.
+pub(crate) type KeyedPage = ((i64, i64), Vec<Entry>);
+
 /// What is left when a run is written out.
 #[derive(Debug)]
 pub(crate) struct Finished {

@@ -5,9 +5,9 @@ use sqlx::postgres::PgArguments;
 use sqlx::{Arguments, PgConnection};
 
 use crate::append::{NewSegment, PartitionHead};
-use crate::dedup::run::{self, Entry, Page};
+use crate::dedup::run::{KeyedPage, Page};
 use crate::dedup::{pack_i64s, HashRow};
-use crate::error::{Result, StorageError};
+use crate::error::Result;
 use crate::model::PartitionId;
 
 /// See [`crate::backend::Conn::lock_partitions`].
@@ -115,7 +115,7 @@ pub(crate) async fn write_pages(
 pub(crate) async fn read_pages(
     conn: &mut PgConnection,
     keys: &[(i64, i64)],
-) -> Result<Vec<((i64, i64), Vec<Entry>)>> {
+) -> Result<Vec<KeyedPage>> {
     let runs: Vec<i64> = keys.iter().map(|k| k.0).collect();
     let pages: Vec<i64> = keys.iter().map(|k| k.1).collect();
     let rows: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(
@@ -126,14 +126,5 @@ pub(crate) async fn read_pages(
     .bind(pages)
     .fetch_all(conn)
     .await?;
-    if rows.len() != keys.len() {
-        return Err(StorageError::Corrupt("a dedup run lacks a page".into()));
-    }
-    rows.into_iter()
-        .map(|(run_id, page_no, bytes)| {
-            let page = run::decode_page(&bytes)
-                .ok_or_else(|| StorageError::Corrupt("dedup page".into()))?;
-            Ok(((run_id, page_no), page))
-        })
-        .collect()
+    crate::sql::dedup::keyed_pages(rows, keys.len())
 }

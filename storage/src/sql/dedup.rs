@@ -3,7 +3,7 @@
 //! (`dedup_runs`, `dedup_pages`) with their life cycle.
 
 use crate::backend::{on_db, Conn};
-use crate::dedup::run::{self, Entry};
+use crate::dedup::run::{self, Entry, KeyedPage};
 use futures_util::TryStreamExt;
 
 use crate::dedup::filter::Filter;
@@ -151,6 +151,21 @@ pub(crate) async fn page(conn: &mut Conn<'_>, run_id: i64, page_no: i64) -> Resu
     let bytes = bytes
         .ok_or_else(|| StorageError::Corrupt(format!("dedup run {run_id} lacks page {page_no}")))?;
     run::decode_page(&bytes).ok_or_else(|| StorageError::Corrupt("dedup page".into()))
+}
+
+/// Decodes the rows of a read of `wanted` pages by key, (run id, page
+/// number, bytes): an error unless every page was found whole.
+pub(crate) fn keyed_pages(rows: Vec<(i64, i64, Vec<u8>)>, wanted: usize) -> Result<Vec<KeyedPage>> {
+    if rows.len() != wanted {
+        return Err(StorageError::Corrupt("a dedup run lacks a page".into()));
+    }
+    rows.into_iter()
+        .map(|(run_id, page_no, bytes)| {
+            let page = run::decode_page(&bytes)
+                .ok_or_else(|| StorageError::Corrupt("dedup page".into()))?;
+            Ok(((run_id, page_no), page))
+        })
+        .collect()
 }
 
 /// Pages of run `run_id` from `from` on, at most `limit`, in order.

@@ -1,9 +1,11 @@
 //! The append statements on SQLite: multi-row inserts and `IN` lists.
 
+use std::fmt::Write as _;
+
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 
 use crate::append::{NewSegment, PartitionHead};
-use crate::dedup::run::Page;
+use crate::dedup::run::{KeyedPage, Page};
 use crate::dedup::{pack_i64s, HashRow};
 use crate::error::Result;
 use crate::model::PartitionId;
@@ -100,4 +102,33 @@ pub(crate) async fn write_pages(
         q.build().execute(&mut *conn).await?;
     }
     Ok(())
+}
+
+/// See [`crate::backend::Conn::read_pages`]. One statement whatever the
+/// number of pages, whose text (and so its prepared statement) stays the
+/// same: the keys go in as one JSON array of `[run, page]` pairs. A
+/// statement per page cost a round trip to sqlx's connection thread each,
+/// dozens per append once a window held a few large runs.
+pub(crate) async fn read_pages(
+    conn: &mut SqliteConnection,
+    keys: &[(i64, i64)],
+) -> Result<Vec<KeyedPage>> {
+    let mut list = String::with_capacity(2 + keys.len() * 24);
+    list.push('[');
+    for (i, (run_id, page_no)) in keys.iter().enumerate() {
+        if i > 0 {
+            list.push(',');
+        }
+        let _ = write!(list, "[{run_id},{page_no}]");
+    }
+    list.push(']');
+    // CROSS JOIN keeps the keys as the outer loop: one primary-key lookup each.
+    let rows: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT d.run_id, d.page_no, d.entries FROM json_each($1) AS k \
+         CROSS JOIN dedup_pages AS d ON d.run_id = k.value ->> 0 AND d.page_no = k.value ->> 1",
+    )
+    .bind(list)
+    .fetch_all(conn)
+    .await?;
+    crate::sql::dedup::keyed_pages(rows, keys.len())
 }
