@@ -53,7 +53,7 @@ pub struct Config {
     pub default_subscription_mode: String,
 
     /// Memory the native dedup indexes of all partitions share, in MiB:
-    /// about 12 bits per id inside a window plus up to 0.7 MiB per busy
+    /// about 16 bits per id inside a window plus up to 0.7 MiB per busy
     /// partition. Past it, busy partitions' filters are folded (more page
     /// reads per push), never their answers changed.
     #[arg(long, env = "QUEEN_DEDUP_MEMORY_MB", default_value_t = 64)]

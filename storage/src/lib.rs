@@ -117,7 +117,7 @@ use backend::Store;
 use committer::Committer;
 
 /// The memory the dedup indexes of all partitions share unless
-/// [`Engine::set_dedup_memory`] says otherwise: about 12 bits per windowed
+/// [`Engine::set_dedup_memory`] says otherwise: about 16 bits per windowed
 /// id, plus up to 0.7 MiB per busy partition's tail. Past it, idle
 /// partitions' indexes go and busy ones' filters are folded
 /// ([`dedup::DedupCache`]).
@@ -142,6 +142,8 @@ struct Inner {
     partitions: partitions::PartitionCache,
     /// Permits for the dedup merges this broker runs at once.
     merging: Arc<tokio::sync::Semaphore>,
+    /// Notified when a dedup merge of this broker ends.
+    merge_ended: Arc<tokio::sync::Notify>,
     /// This engine's name as the holder of a duty (`retention`, `compaction`).
     instance: String,
     /// Rows the background tasks deleted since they last vacuumed.
@@ -206,6 +208,7 @@ impl Engine {
                 consume,
                 partitions: Default::default(),
                 merging: Arc::new(tokio::sync::Semaphore::new(dedup::maintain::MAX_MERGES)),
+                merge_ended: Default::default(),
                 instance: uuid::Uuid::new_v4().to_string(),
                 vacuum: Default::default(),
                 duties: Default::default(),

@@ -23,8 +23,10 @@ const SIDECAR_FLOOR_SECONDS: i64 = 900;
 /// Sidecar rows one step purges.
 const PURGE_ROWS: i64 = 1_000;
 
-/// Pages of a dead run one step deletes.
-const SWEEP_PAGES: i64 = 256;
+/// Pages of a dead run one step deletes. Each step also runs the upkeep's
+/// other statements in its write transaction, which under load cost more
+/// than deleting 256 pages did: larger steps, fewer of them.
+const SWEEP_PAGES: i64 = 1024;
 
 /// Pages a merge reads from an input at a time.
 const READ_PAGES: i64 = 16;
@@ -39,6 +41,10 @@ const WRITE_PAGES: usize = 64;
 /// From 1M, not 4M: partitions filled at the same pace reach a level
 /// together, and their unpaced 1M merges ran back to back.
 const PACED_MERGE: i64 = 1 << 20;
+
+/// The longest the upkeep waits for a running merge to end before it looks
+/// for work again (runs sealed meanwhile may make a new candidate).
+const MERGE_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Merges one broker runs at once.
 pub(crate) const MAX_MERGES: usize = 2;
@@ -87,14 +93,25 @@ impl Engine {
                         tracing::warn!(error = %e, %partition_id, level, "merging dedup runs failed");
                     }
                     drop(permit);
+                    engine.inner.merge_ended.notify_one();
                 });
                 true
             }
             _ => false,
         };
-        let under_way = merging.available_permits() < MAX_MERGES;
-        // A sweep step that did anything may have left the rest of its run.
-        Ok(swept > 0 || purged >= PURGE_ROWS as u64 || started || under_way)
+        // A sweep step that did anything may have left the rest of its
+        // run, and a merge just started may have left another candidate.
+        if swept > 0 || purged >= PURGE_ROWS as u64 || started {
+            return Ok(true);
+        }
+        // Otherwise, while merges run, the next one can start only once
+        // one ends or appends seal more runs: wait for that rather than
+        // take the writer every 10 ms to find nothing.
+        if merging.available_permits() < MAX_MERGES {
+            let _ = tokio::time::timeout(MERGE_WAIT, self.inner.merge_ended.notified()).await;
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Merges the partition's oldest [`MERGE_FANOUT`] runs of `level` into

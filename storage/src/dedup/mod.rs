@@ -19,15 +19,15 @@
 //!   four of its window up to 4M ids and one run per 4M ids beyond; it
 //!   also drops runs past the window and purges the sidecar.
 //! - A lookup asks the tail, then each run's filter; only a "maybe" (about
-//!   0.5 % per run for an absent id) reads one page. So an append costs
+//!   0.1 % per run for an absent id) reads one page. So an append costs
 //!   about the same at ten thousand ids in the window and at millions: each
 //!   id is rewritten by merges at most [`TOP_LEVEL`] times, and past 4M ids
 //!   a lookup costs one more filter probe per 4M.
 //! - Memory per partition is its tail (at most [`SEAL_IDS`] entries) plus
-//!   about 12 bits per windowed id for the filters; the [`cache::DedupCache`]
+//!   about 16 bits per windowed id for the filters; the [`cache::DedupCache`]
 //!   holds every partition's index within one budget. Beside it, each
 //!   running merge (at most [`maintain::MAX_MERGES`] per broker) holds its
-//!   output's filter, at most 6 MiB (a top-level run's), and a few input and
+//!   output's filter, at most 8 MiB (a top-level run's), and a few input and
 //!   output pages.
 //! - A cold broker (a restart, another broker on PostgreSQL) reads a
 //!   partition's run filters and at most one tail's sidecar rows, never its
@@ -58,8 +58,8 @@ pub(crate) const MERGE_FANOUT: i64 = 4;
 /// a window of n ids holds about n / 4M of them. Merging them too would
 /// rewrite every id once more per factor of four (16M, 64M, …), the work
 /// per append growing with the window, and would hold a run's filter twice
-/// (inputs and output, 24 MiB each at 16M ids) while it ran; a top-level run
-/// costs a lookup one filter probe and about 0.5 % more page reads instead.
+/// (inputs and output, 32 MiB each at 16M ids) while it ran; a top-level run
+/// costs a lookup one filter probe and about 0.1 % more page reads instead.
 pub(crate) const TOP_LEVEL: i64 = 4;
 
 /// The life of a run (`dedup_runs.state`).

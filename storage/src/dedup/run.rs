@@ -20,17 +20,12 @@ use super::{pack_i64s, unpack_i64s};
 /// written with another page size stay readable.
 pub(crate) const PAGE_ENTRIES: usize = 504;
 
-/// Filter bits per id of a run of fewer than [`LARGE_RUN`] ids: about
-/// 0.1 % of absent ids get a "maybe" (one page read) from each such run.
-/// Small runs are many and cheap, so they get the sharper filters.
-const SMALL_RUN_BITS_PER_ID: usize = 16;
-
-/// Filter bits per id of a larger run: about 0.5 % "maybe"s. A window holds
-/// only a few large runs, and they are where the memory goes.
-const LARGE_RUN_BITS_PER_ID: usize = 12;
-
-/// Where a run counts as large.
-const LARGE_RUN: usize = 1 << 20;
+/// Filter bits per id: about 0.1 % of absent ids get a "maybe" from each
+/// run, and each "maybe" costs the append a page read (10-20 µs on SQLite
+/// under load, inside the writer's transaction). Large runs once had 12
+/// bits (0.5 %): at 20M ids in a window their "maybe"s were most of the
+/// page reads, which cost more than the 4 bits per id they saved.
+const BITS_PER_ID: usize = 16;
 
 /// A transaction-id hash and the offset that carries it.
 pub(crate) type Entry = (i64, i64);
@@ -120,14 +115,7 @@ impl RunBuilder {
     /// A builder for a run of about `capacity` entries (sizes the filter).
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
-            filter: Filter::with_capacity(
-                capacity,
-                if capacity < LARGE_RUN {
-                    SMALL_RUN_BITS_PER_ID
-                } else {
-                    LARGE_RUN_BITS_PER_ID
-                },
-            ),
+            filter: Filter::with_capacity(capacity, BITS_PER_ID),
             fences: Vec::new(),
             page: Vec::with_capacity(2 * PAGE_ENTRIES),
             entries: 0,
