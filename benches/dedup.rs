@@ -157,7 +157,6 @@ const INDEX_COUNTERS: [&str; 6] = [
 
 /// What the index did up to the previous index line.
 struct IndexWork {
-    label: String,
     progress: Arc<Mutex<Progress>>,
     /// Messages acknowledged when the counters were read.
     at: usize,
@@ -187,14 +186,17 @@ async fn index_counters(client: &reqwest::Client, url: &str) -> [f64; 6] {
 async fn index_line(client: &reqwest::Client, url: &str, work: &tokio::sync::Mutex<IndexWork>) {
     let mut work = work.lock().await;
     let counters = index_counters(client, url).await;
-    let done = work.progress.lock().expect("progress lock").done;
+    let (label, done) = {
+        let progress = work.progress.lock().expect("progress lock");
+        (progress.label.clone(), progress.done)
+    };
     let messages = done.saturating_sub(work.at).max(1) as f64;
     let delta = |i: usize| counters[i] - work.counters[i];
     let per = |i: usize| delta(i) / messages;
     let commits = delta(5).max(1.0);
     println!(
         "{}: index per message: {:.2} filter probes, {:.4} maybes, {:.4} pages read, {:.2} entries merged; {:.0} group commits of {:.2} ms ({:.1} s)",
-        work.label,
+        label,
         per(0),
         per(1),
         per(2),
@@ -218,9 +220,7 @@ async fn bulk_push(
     let next = Arc::new(AtomicUsize::new(0));
     let client = reqwest::Client::new();
     let metrics_url = format!("{}/metrics", broker.http);
-    let label = progress.lock().expect("progress lock").label.clone();
     let index_work = Arc::new(tokio::sync::Mutex::new(IndexWork {
-        label,
         progress: progress.clone(),
         at: 0,
         counters: index_counters(&client, &metrics_url).await,

@@ -1,13 +1,11 @@
 //! The append statements on SQLite: multi-row inserts and `IN` lists.
 
-use std::fmt::Write as _;
-
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 
 use crate::append::{NewSegment, PartitionHead};
 use crate::dedup::run::{KeyedPage, Page};
 use crate::dedup::{pack_i64s, HashRow};
-use crate::error::Result;
+use crate::error::{Result, StorageError};
 use crate::model::PartitionId;
 
 /// Bind parameters per statement, well under SQLite's limit of 32766.
@@ -113,15 +111,8 @@ pub(crate) async fn read_pages(
     conn: &mut SqliteConnection,
     keys: &[(i64, i64)],
 ) -> Result<Vec<KeyedPage>> {
-    let mut list = String::with_capacity(2 + keys.len() * 24);
-    list.push('[');
-    for (i, (run_id, page_no)) in keys.iter().enumerate() {
-        if i > 0 {
-            list.push(',');
-        }
-        let _ = write!(list, "[{run_id},{page_no}]");
-    }
-    list.push(']');
+    // Pairs serialise as JSON arrays: `[[run, page], …]`.
+    let list = serde_json::to_string(keys).map_err(|e| StorageError::Corrupt(e.to_string()))?;
     // CROSS JOIN keeps the keys as the outer loop: one primary-key lookup each.
     let rows: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(
         "SELECT d.run_id, d.page_no, d.entries FROM json_each($1) AS k \
