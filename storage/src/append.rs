@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use crate::backend::Conn;
 use crate::dedup::run::{self, Entry as RunEntry};
+use crate::dedup::screen::{self, Screened};
 use crate::dedup::tail::PreHashed;
 use crate::dedup::{DedupCache, HashRow, TxnKey, TxnMap, WindowIndex};
 use crate::error::{Result, StorageError};
@@ -67,6 +68,9 @@ pub(crate) struct AppendJob {
     pub records: Vec<Record>,
     /// The Kafka producer and sequence of the batch, for idempotent producers.
     pub producer: Option<ProducerBatch>,
+    /// What the partition's runs said of the records before the job
+    /// joined a group commit, if they were asked.
+    pub screened: Option<Screened>,
 }
 
 /// The answer to one record of a job.
@@ -149,7 +153,7 @@ pub(crate) async fn append(
         let mut index = if head.dedup_window_seconds > 0 {
             Some(window_index(tx, cache, &head, since).await?)
         } else {
-            cache.take(head.id);
+            cache.forget(head.id);
             None
         };
 
@@ -162,16 +166,22 @@ pub(crate) async fn append(
         let job_hashes: Vec<Vec<i64>> = match &index {
             Some(_) => jobs
                 .iter()
-                .map(|j| match j.partition_id == head.id {
-                    true => j.records.iter().map(Record::txn_hash).collect(),
-                    false => Vec::new(),
+                .map(|j| match (j.partition_id == head.id, &j.screened) {
+                    (true, Some(s)) if s.hashes.len() == j.records.len() => s.hashes.clone(),
+                    (true, _) => j.records.iter().map(Record::txn_hash).collect(),
+                    (false, _) => Vec::new(),
                 })
                 .collect(),
             None => Vec::new(),
         };
         if let Some(index) = index.as_ref().filter(|i| !i.runs.is_empty()) {
-            let hashes: Vec<i64> = job_hashes.iter().flatten().copied().collect();
-            originals.prefetch(tx, index, &hashes).await?;
+            let batches: Vec<Batch> = jobs
+                .iter()
+                .zip(&job_hashes)
+                .filter(|(j, _)| j.partition_id == head.id)
+                .map(|(j, hashes)| (&hashes[..], j.screened.as_ref()))
+                .collect();
+            originals.prefetch(tx, index, &batches).await?;
         }
         // Kafka producers' state, read once per producer and kept current
         // across this group's jobs.
@@ -240,7 +250,7 @@ pub(crate) async fn append(
                         // hashed above); `find` trusts only prefetched "no"s.
                         None => {
                             let hash = txn_hash(&id);
-                            originals.prefetch(tx, index, &[hash]).await?;
+                            originals.prefetch(tx, index, &[(&[hash], None)]).await?;
                             hash
                         }
                     };
@@ -386,6 +396,9 @@ async fn window_index(
     Ok(index)
 }
 
+/// A job's hashes, and what its screen found.
+type Batch<'a> = (&'a [i64], Option<&'a Screened>);
+
 /// Looks up the stored originals of transaction ids, reading each segment
 /// and each run page once per group commit.
 #[derive(Default)]
@@ -402,36 +415,35 @@ struct Originals {
 
 impl Originals {
     /// Reads, in one go, the run pages that the filters say may hold any
-    /// of `hashes`: one round trip per append rather than one per "maybe".
+    /// of the batches' hashes: one round trip per append rather than one
+    /// per "maybe". A batch's screen answers for the runs it asked, and
+    /// brings the pages it read.
     async fn prefetch(
         &mut self,
         tx: &mut Conn<'_>,
         index: &WindowIndex,
-        hashes: &[i64],
+        batches: &[Batch<'_>],
     ) -> Result<()> {
         let mut wanted: Vec<(i64, i64)> = Vec::new();
-        let mut maybes = 0;
-        // Run by run, so the probes of one filter follow each other and
-        // their memory loads overlap.
-        for run in &index.runs {
-            for &hash in hashes {
-                let pages = run.pages_for(hash);
-                if !pages.is_empty() {
-                    maybes += 1;
-                    self.maybe.insert(hash);
-                    wanted.extend(pages.map(|page_no| (run.id, page_no)));
+        for &(hashes, screened) in batches {
+            let unasked = index
+                .runs
+                .iter()
+                .filter(|r| !screened.is_some_and(|s| s.asked(r.id)));
+            let (maybe, keys) = screen::probe(unasked, hashes);
+            self.maybe.extend(maybe);
+            wanted.extend(keys);
+            if let Some(screened) = screened {
+                self.maybe.extend(&screened.maybe);
+                for (key, entries) in &screened.pages {
+                    self.pages.entry(*key).or_insert_with(|| entries.clone());
                 }
             }
         }
         wanted.sort_unstable();
         wanted.dedup();
         wanted.retain(|key| !self.pages.contains_key(key));
-        let metrics = &*STORAGE;
-        metrics
-            .dedup_probes
-            .inc_by((index.runs.len() * hashes.len()) as u64);
-        metrics.dedup_maybes.inc_by(maybes);
-        metrics.dedup_pages_read.inc_by(wanted.len() as u64);
+        STORAGE.dedup_pages_read.inc_by(wanted.len() as u64);
         if !wanted.is_empty() {
             self.pages.extend(tx.read_pages(&wanted).await?);
         }

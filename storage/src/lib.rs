@@ -330,10 +330,14 @@ impl Engine {
         records: Vec<Record>,
     ) -> Result<(PartitionId, committer::Answer)> {
         let partition_id = self.partition_id(&group.queue, &group.partition).await?;
+        let inner = &self.inner;
+        let screened =
+            dedup::screen::screen(&inner.dedup, &inner.store, partition_id, &records).await;
         let job = AppendJob {
             partition_id,
             records,
             producer: None,
+            screened,
         };
         Ok((partition_id, self.inner.committer.submit(job).await?))
     }

@@ -114,6 +114,7 @@ impl Engine {
                 partition_id,
                 records,
                 producer,
+                screened: None,
             })
             .await?;
         Ok(PendingAppend {

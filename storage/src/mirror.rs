@@ -162,7 +162,7 @@ impl Engine {
         for w in changed {
             // The records have no sidecar rows: the window index is loaded
             // afresh by the next local append (there is none before the fence).
-            self.inner.dedup.take(w.partition_id);
+            self.inner.dedup.forget(w.partition_id);
             self.announce(&w.queue);
         }
         Ok(answers)

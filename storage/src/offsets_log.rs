@@ -196,6 +196,7 @@ impl Engine {
             partition_id,
             records,
             producer: None,
+            screened: None,
         };
         let (mut outcomes, indexes) =
             append(conn, &[job], now, &self.inner.dedup, &self.inner.sealer).await?;

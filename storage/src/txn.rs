@@ -361,6 +361,7 @@ impl Engine {
                 records: group.records,
                 // Native pushes carry no Kafka producer state.
                 producer: None,
+                screened: None,
             });
             targets.push((group.queue, group.partition));
         }

@@ -6,9 +6,16 @@
 //! then folds the largest filters of the rest: a busy partition never has
 //! to reload, it only gets more "maybe" answers, each costing a page read.
 //! Only when nothing can be folded any more does it drop a busy index.
+//!
+//! Beside each index it publishes the index's runs for lookups outside the
+//! append lock ([`super::screen`]), also while the index is out for an
+//! append. They are the same runs (shared), so they cost no memory of their
+//! own, except a run a fold or a merge has just replaced, until the
+//! partition's next append puts its index back.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -33,7 +40,7 @@ struct Merged {
     /// The partition's epoch before the merge.
     epoch: i64,
     retired: Vec<i64>,
-    run: Run,
+    run: Arc<Run>,
 }
 
 impl Merged {
@@ -54,6 +61,8 @@ struct Slots {
     held: HashMap<PartitionId, Held>,
     /// Indexes out for an append, with what a merge published meanwhile.
     out: HashMap<PartitionId, Option<Merged>>,
+    /// The runs of every index held or out, as of its last put.
+    published: HashMap<PartitionId, Vec<Arc<Run>>>,
 }
 
 /// Window indexes kept between appends, bounded by a number of bytes.
@@ -77,7 +86,22 @@ impl DedupCache {
     pub(crate) fn take(&self, partition_id: PartitionId) -> Option<WindowIndex> {
         let mut slots = self.lock();
         slots.out.insert(partition_id, None);
-        slots.held.remove(&partition_id).map(|h| h.index)
+        let taken = slots.held.remove(&partition_id).map(|h| h.index);
+        if taken.is_none() {
+            // Left over from an index an append failed with: its next put
+            // publishes afresh.
+            slots.published.remove(&partition_id);
+        }
+        taken
+    }
+
+    /// Drops the partition's index (its queue lost its window, or its
+    /// records were written without sidecar rows).
+    pub(crate) fn forget(&self, partition_id: PartitionId) {
+        let mut slots = self.lock();
+        slots.held.remove(&partition_id);
+        slots.out.remove(&partition_id);
+        slots.published.remove(&partition_id);
     }
 
     /// Puts an index back after its append committed, and brings the cache
@@ -87,7 +111,12 @@ impl DedupCache {
         if let Some(merged) = slots.out.remove(&partition_id).flatten() {
             merged.apply(&mut index);
         }
-        let indexes = &mut slots.held;
+        let Slots {
+            held: indexes,
+            published,
+            ..
+        } = &mut *slots;
+        published.insert(partition_id, index.runs.clone());
         let now = Instant::now();
         indexes.insert(partition_id, Held { index, used: now });
         let budget = self.budget.load(Ordering::Relaxed);
@@ -100,14 +129,18 @@ impl DedupCache {
                 .map(|(&id, _)| id);
             if let Some(id) = idle {
                 total -= indexes.remove(&id).map_or(0, |h| h.index.bytes());
+                published.remove(&id);
                 continue;
             }
-            let Some(largest) = indexes.values_mut().max_by_key(|h| h.index.bytes()) else {
+            let Some((&id, largest)) = indexes.iter_mut().max_by_key(|(_, h)| h.index.bytes())
+            else {
                 break;
             };
             let before = largest.index.bytes();
             if largest.index.fold_largest() {
                 total -= before - largest.index.bytes();
+                // The unfolded filter is freed once no lookup holds it.
+                published.insert(id, largest.index.runs.clone());
                 continue;
             }
             let oldest = indexes
@@ -115,10 +148,25 @@ impl DedupCache {
                 .min_by_key(|(_, h)| h.used)
                 .map(|(&id, _)| id);
             match oldest {
-                Some(id) => total -= indexes.remove(&id).map_or(0, |h| h.index.bytes()),
+                Some(id) => {
+                    total -= indexes.remove(&id).map_or(0, |h| h.index.bytes());
+                    published.remove(&id);
+                }
                 None => break,
             }
         }
+    }
+
+    /// The partition's runs as of its index's last put, for a lookup
+    /// outside the append lock; empty when the cache holds no index for it.
+    /// They may be stale (a run sealed, merged or expired since): the
+    /// append checks, under the lock, every live run they lack.
+    pub(crate) fn published_runs(&self, partition_id: PartitionId) -> Vec<Arc<Run>> {
+        self.lock()
+            .published
+            .get(&partition_id)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Changes the budget; it is enforced from the next [`Self::put`] on.
@@ -140,11 +188,13 @@ impl DedupCache {
         let merged = Merged {
             epoch,
             retired,
-            run,
+            run: Arc::new(run),
         };
         let mut slots = self.lock();
         if let Some(held) = slots.held.get_mut(&partition_id) {
             merged.apply(&mut held.index);
+            let runs = held.index.runs.clone();
+            slots.published.insert(partition_id, runs);
         } else if let Some(slot) = slots.out.get_mut(&partition_id) {
             *slot = Some(merged);
         }
@@ -173,12 +223,12 @@ mod tests {
         }
         let run = builder.finish();
         WindowIndex {
-            runs: vec![Run {
+            runs: vec![Arc::new(Run {
                 id: 1,
                 created_max: 0,
                 filter: run.filter,
                 fences: run.fences,
-            }],
+            })],
             ..WindowIndex::default()
         }
     }
@@ -198,9 +248,29 @@ mod tests {
     }
 
     #[test]
+    fn runs_stay_published_while_their_index_is_out() {
+        let one = index_with_run(100_000).bytes();
+        let cache = DedupCache::new(one);
+        let p = PartitionId::new(1);
+        assert!(cache.published_runs(p).is_empty());
+        cache.put(p, index_with_run(100_000));
+        let index = cache.take(p).expect("held");
+        assert_eq!(cache.published_runs(p).len(), 1, "out for an append");
+        // Folded to fit a smaller budget: the published run is the folded one.
+        cache.set_budget(one / 2 + one / 4);
+        cache.put(p, index);
+        let published = cache.published_runs(p);
+        assert!(published[0].filter.bytes() * 2 <= index_with_run(100_000).runs[0].filter.bytes());
+        cache.forget(p);
+        assert!(cache.published_runs(p).is_empty());
+        assert!(cache.take(p).is_none());
+    }
+
+    #[test]
     fn an_index_that_cannot_fit_is_dropped() {
         let cache = DedupCache::new(10);
         cache.put(PartitionId::new(1), index_with_run(100_000));
+        assert!(cache.published_runs(PartitionId::new(1)).is_empty());
         assert!(cache.take(PartitionId::new(1)).is_none());
     }
 }

@@ -73,11 +73,13 @@ impl Filter {
         missing == 0
     }
 
-    /// Halves the filter (see the module doc); false when it can no longer be folded.
-    pub(crate) fn fold(&mut self) -> bool {
+    /// The filter halved (see the module doc); `None` when it can no longer
+    /// be folded. A new filter rather than this one changed, because a
+    /// lookup outside the append lock may be probing this one.
+    pub(crate) fn folded(&self) -> Option<Self> {
         let blocks = self.blocks();
         if blocks < 2 || !blocks.is_multiple_of(2) {
-            return false;
+            return None;
         }
         let folded = self
             .bytes
@@ -87,8 +89,9 @@ impl Filter {
                 a.iter().zip(b).map(|(x, y)| x | y).collect::<Vec<u8>>()
             })
             .collect();
-        self.bytes = Bits::from_vec(folded);
-        true
+        Some(Self {
+            bytes: Bits::from_vec(folded),
+        })
     }
 
     /// The memory it holds, in bytes.
@@ -170,7 +173,7 @@ mod tests {
             filter.insert(h);
         }
         let before = (filter.bytes(), false_positive_rate(&filter));
-        assert!(filter.fold());
+        let filter = filter.folded().expect("foldable");
         assert_eq!(filter.bytes() * 2, before.0);
         assert!(
             keys(2, n).all(|h| filter.may_contain(h)),

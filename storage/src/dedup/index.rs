@@ -2,6 +2,8 @@
 //! memory, and the filters and fences of its live runs, brought up to date
 //! with the database under the partition's append lock.
 
+use std::sync::Arc;
+
 use super::run::{self, Finished, Run, RunBuilder};
 use super::tail::Tail;
 use super::{RunState, SEAL_IDS};
@@ -19,7 +21,9 @@ pub(crate) struct WindowIndex {
     /// Ids below this offset are in runs; the tail starts here.
     pub sealed_to: i64,
     pub tail: Tail,
-    pub runs: Vec<Run>,
+    /// Shared with [`super::screen`]'s lookups outside the append lock;
+    /// a run never changes once loaded (folding replaces it).
+    pub runs: Vec<Arc<Run>>,
 }
 
 impl Default for WindowIndex {
@@ -36,15 +40,21 @@ impl Default for WindowIndex {
 impl WindowIndex {
     /// The memory it holds, in bytes.
     pub(crate) fn bytes(&self) -> usize {
-        self.tail.bytes() + self.runs.iter().map(Run::bytes).sum::<usize>()
+        self.tail.bytes() + self.runs.iter().map(|r| r.bytes()).sum::<usize>()
     }
 
     /// Halves its largest filter; false when none can be folded.
     pub(crate) fn fold_largest(&mut self) -> bool {
-        self.runs
-            .iter_mut()
-            .max_by_key(|r| r.filter.bytes())
-            .is_some_and(|r| r.filter.fold())
+        let Some(largest) = self.runs.iter_mut().max_by_key(|r| r.filter.bytes()) else {
+            return false;
+        };
+        match largest.folded() {
+            Some(folded) => {
+                *largest = Arc::new(folded);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Brings the index up to date with what is stored for the partition
@@ -122,12 +132,12 @@ impl WindowIndex {
         tx.write_pages(id, &pages).await?;
         sql::dedup::insert_filter(tx, id, &filter).await?;
         sql::dedup::set_sealed(tx, head.id, head.next_offset).await?;
-        self.runs.push(Run {
+        self.runs.push(Arc::new(Run {
             id,
             created_max: head.last_created_at,
             filter,
             fences,
-        });
+        }));
         self.epoch = self.epoch.map(|e| e + 1);
         self.sealed_to = head.next_offset;
         self.tail = Tail::starting_at(head.next_offset);
@@ -136,11 +146,11 @@ impl WindowIndex {
 }
 
 /// Reads a live run's filter and fences.
-async fn load_run(tx: &mut Conn<'_>, head: RunHead) -> Result<Run> {
-    Ok(Run {
+async fn load_run(tx: &mut Conn<'_>, head: RunHead) -> Result<Arc<Run>> {
+    Ok(Arc::new(Run {
         id: head.id,
         created_max: head.created_max,
         filter: sql::dedup::load_filter(tx, head.id).await?,
         fences: sql::dedup::run_fences(tx, head.id).await?,
-    })
+    }))
 }

@@ -42,6 +42,7 @@ pub(crate) mod filter;
 pub(crate) mod index;
 pub(crate) mod maintain;
 pub(crate) mod run;
+pub(crate) mod screen;
 pub(crate) mod tail;
 
 pub(crate) use cache::DedupCache;

@@ -71,6 +71,16 @@ impl Run {
     pub(crate) fn bytes(&self) -> usize {
         self.filter.bytes() + self.fences.len() * 8 + std::mem::size_of::<Self>()
     }
+
+    /// The run with its filter halved; `None` when it can no longer be folded.
+    pub(crate) fn folded(&self) -> Option<Self> {
+        Some(Self {
+            id: self.id,
+            created_max: self.created_max,
+            filter: self.filter.folded()?,
+            fences: self.fences.clone(),
+        })
+    }
 }
 
 /// The pages whose key range may contain `hash`, by the fences alone.

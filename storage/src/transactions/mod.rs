@@ -370,6 +370,7 @@ impl Engine {
                 partition_id: *partition_id,
                 records: vec![marker_record(mark, now)],
                 producer: None,
+                screened: None,
             })
             .collect();
         let (outcomes, indexes) = if jobs.is_empty() {

@@ -254,3 +254,70 @@ pub(crate) async fn top_level_runs_are_not_merged_further(db: &Db) {
     let cold = db.engine().await;
     check(&cold, "top", &stored, fresh, "top level, cold").await;
 }
+
+pub(crate) async fn concurrent_pushes_beside_merges_stay_exact(db: &Db) {
+    // Pushes look at a partition's runs before they join a group commit;
+    // with several pushers and the upkeep at work, runs are sealed, merged
+    // and retired between that look and the append. Each pusher re-sends
+    // its previous request's ids, which another pusher's append has often
+    // sealed into a run meanwhile: every one must answer its original.
+    const PUSHERS: usize = 4;
+    const ROUNDS: usize = 25;
+    const PER_ROUND: usize = 1_000;
+    let engine = db.engine().await;
+    configure(&engine, "race", 3600).await;
+    by_id(push_ids(&engine, "race", 0..40_000).await, 0);
+    let background = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            loop {
+                if !engine.maintain_dedup().await.expect("upkeep") {
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                }
+            }
+        })
+    };
+    let pushers: Vec<_> = (0..PUSHERS)
+        .map(|p| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let mut previous: Vec<(String, PushOutcome)> = Vec::new();
+                for round in 0..ROUNDS {
+                    let base = 1_000_000 * (p + 1) + round * PER_ROUND;
+                    let fresh: Vec<String> = (base..base + PER_ROUND)
+                        .map(|n| format!("id-{n}"))
+                        .collect();
+                    let items = fresh
+                        .iter()
+                        .chain(previous.iter().map(|(id, _)| id))
+                        .map(|id| json_item("race", "p", Some(id), "{}"))
+                        .collect();
+                    let answers = engine.push(items).await.expect("push");
+                    for (id, answer) in fresh.iter().zip(&answers) {
+                        assert_eq!(answer.status, PushStatus::Queued, "{id} called a duplicate");
+                    }
+                    for ((id, original), answer) in previous.iter().zip(&answers[PER_ROUND..]) {
+                        assert_eq!(answer.status, PushStatus::Duplicate, "{id} not found");
+                        assert_eq!(
+                            (answer.message_id, answer.offset),
+                            (original.message_id, original.offset),
+                            "{id} answered another original"
+                        );
+                    }
+                    previous = fresh.into_iter().zip(answers).collect();
+                }
+            })
+        })
+        .collect();
+    for pusher in pushers {
+        pusher.await.expect("pusher");
+    }
+    background.abort();
+    upkeep(&engine).await;
+    assert!(
+        db.count("SELECT count(*) FROM dedup_runs WHERE level > 0 AND state = 1")
+            .await
+            > 0,
+        "runs were merged"
+    );
+}

@@ -102,6 +102,7 @@ contract!(
     dedup::deleting_a_queue_deletes_its_runs,
     dedup::a_starved_memory_budget_changes_no_answer,
     dedup::top_level_runs_are_not_merged_further,
+    dedup::concurrent_pushes_beside_merges_stay_exact,
     offsets::kafka_commits_and_native_acks_move_one_position,
     offsets::groups_are_listed_and_their_offsets_deleted_per_partition,
     offsets::commit_metadata_round_trips_byte_for_byte,
