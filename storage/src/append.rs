@@ -435,9 +435,9 @@ impl Originals {
             wanted.extend(keys);
             if let Some(screened) = screened {
                 self.maybe.extend(&screened.maybe);
-                for (key, entries) in &screened.pages {
-                    self.pages.entry(*key).or_insert_with(|| entries.clone());
-                }
+                // A retired run's pages may be gone already.
+                let live = |key: &&(i64, i64)| index.runs.iter().any(|r| r.id == key.0);
+                wanted.extend(screened.pages.iter().filter(live));
             }
         }
         wanted.sort_unstable();

@@ -330,9 +330,7 @@ impl Engine {
         records: Vec<Record>,
     ) -> Result<(PartitionId, committer::Answer)> {
         let partition_id = self.partition_id(&group.queue, &group.partition).await?;
-        let inner = &self.inner;
-        let screened =
-            dedup::screen::screen(&inner.dedup, &inner.store, partition_id, &records).await;
+        let screened = dedup::screen::screen(&self.inner.dedup, partition_id, &records);
         let job = AppendJob {
             partition_id,
             records,

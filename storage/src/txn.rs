@@ -356,12 +356,17 @@ impl Engine {
         let mut jobs = Vec::with_capacity(groups.len());
         let mut targets = Vec::with_capacity(groups.len());
         for group in groups {
+            let partition_id = self.partition_id(&group.queue, &group.partition).await?;
             jobs.push(AppendJob {
-                partition_id: self.partition_id(&group.queue, &group.partition).await?,
+                partition_id,
+                screened: crate::dedup::screen::screen(
+                    &self.inner.dedup,
+                    partition_id,
+                    &group.records,
+                ),
                 records: group.records,
                 // Native pushes carry no Kafka producer state.
                 producer: None,
-                screened: None,
             });
             targets.push((group.queue, group.partition));
         }

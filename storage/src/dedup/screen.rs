@@ -1,24 +1,24 @@
-//! The part of a dedup lookup that needs no lock: asking a partition's
-//! sealed runs about a push's transaction ids before the push joins a
-//! group commit.
+//! The part of a dedup lookup that needs no lock: probing a partition's
+//! sealed runs for a push's transaction ids before the push joins a group
+//! commit.
 //!
-//! Runs never change once written, so their filters can be probed, and
-//! the pages of their "maybe"s read, on the request's own task and a
-//! reader connection, beside the writer rather than inside its
-//! transaction, where every append of the partition (on SQLite, of the
-//! whole broker) waits for them. Under the lock the append then probes
-//! only the live runs the screen did not see (sealed or merged since),
-//! and finds the screened runs' "maybe" pages already read. The decision
-//! stays exact: every live run is either screened or probed, and a
-//! candidate is still verified against its stored id.
+//! Runs never change once written, so their filters can be probed on the
+//! request's own task, beside the writer, rather than inside the append,
+//! where every other append of the partition waits for them (on
+//! PostgreSQL behind the partition's row lock, on SQLite behind the one
+//! writer). Under the lock the append then probes only the live runs the
+//! screen did not ask (sealed or merged since), and reads the pages of
+//! every "maybe" in one statement. The "maybe" pages are read there and
+//! not here: on SQLite the writer's connection has them in its cache
+//! (a reader connection's reads cost more than they saved, measured).
+//! The decision stays exact: every live run is either screened or probed,
+//! and a candidate is still verified against its stored id.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::run::{KeyedPage, Run};
+use super::run::Run;
 use super::DedupCache;
-use crate::backend::Store;
-use crate::error::Result;
 use crate::metrics::STORAGE;
 use crate::model::PartitionId;
 use crate::record::Record;
@@ -32,9 +32,10 @@ pub(crate) struct Screened {
     runs: Vec<i64>,
     /// The hashes some screened run said "maybe" to.
     pub maybe: Vec<i64>,
-    /// The pages those "maybe"s point to. A page missing here belongs to
-    /// a run retired meanwhile, or is read under the lock.
-    pub pages: Vec<KeyedPage>,
+    /// The (run, page) keys those "maybe"s point to, read under the lock
+    /// (by the writer's connection, whose cache holds the pages recently
+    /// written) unless their run was retired meanwhile.
+    pub pages: Vec<(i64, i64)>,
 }
 
 impl Screened {
@@ -46,11 +47,9 @@ impl Screened {
 
 /// Screens `records`, all of `partition_id`, against the runs its cached
 /// index published; `None` when there is nothing to ask (no window, no
-/// sealed run yet, or an index not cached). A failed page read only
-/// leaves the work to the append.
-pub(crate) async fn screen(
+/// sealed run yet, or an index not cached).
+pub(crate) fn screen(
     cache: &DedupCache,
-    store: &Store,
     partition_id: PartitionId,
     records: &[Record],
 ) -> Option<Screened> {
@@ -59,17 +58,7 @@ pub(crate) async fn screen(
         return None;
     }
     let hashes: Vec<i64> = records.iter().map(Record::txn_hash).collect();
-    let (maybe, wanted) = probe(&runs, &hashes);
-    let pages = match wanted.is_empty() {
-        true => Vec::new(),
-        false => match read_pages(store, &wanted).await {
-            Ok(pages) => pages,
-            Err(e) => {
-                tracing::debug!(error = %e, %partition_id, "dedup screen: pages left to the append");
-                return None;
-            }
-        },
-    };
+    let (maybe, pages) = probe(&runs, &hashes);
     Some(Screened {
         hashes,
         runs: runs.iter().map(|r| r.id).collect(),
@@ -105,11 +94,4 @@ pub(crate) fn probe<'r>(
     metrics.dedup_probes.inc_by(probes as u64);
     metrics.dedup_maybes.inc_by(maybes);
     (maybe.into_iter().collect(), wanted)
-}
-
-async fn read_pages(store: &Store, keys: &[(i64, i64)]) -> Result<Vec<KeyedPage>> {
-    let mut conn = store.read_conn().await?;
-    let pages = conn.conn().read_pages(keys).await?;
-    STORAGE.dedup_pages_read.inc_by(pages.len() as u64);
-    Ok(pages)
 }
