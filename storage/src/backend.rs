@@ -121,12 +121,11 @@ impl Store {
     }
 
     /// Begins a write transaction whose commit need not wait for the disk:
-    /// on PostgreSQL its commit returns before the WAL is flushed (it is
-    /// visible to everyone at once; only a crash of the database itself may
-    /// lose it, and any later durable commit makes it durable too). For
-    /// writes whose loss is harmless, such as a pop's lease, which a crash
-    /// only ends early. SQLite, whose synchronous mode is the connection's,
-    /// commits it durably.
+    /// its commit returns before the WAL is flushed (it is visible to
+    /// everyone at once; only a crash of the database itself, or on SQLite
+    /// of the machine, may lose it, and any later durable commit makes it
+    /// durable too). For writes whose loss is harmless, such as a pop's
+    /// lease, which a crash only ends early.
     pub(crate) async fn begin_write_lazy(&self) -> Result<WriteTx> {
         self.begin(false).await
     }
@@ -134,7 +133,8 @@ impl Store {
     async fn begin(&self, durable: bool) -> Result<WriteTx> {
         Ok(match self {
             Self::Sqlite(s) => {
-                let conn = timed_acquire(Pool::Writer, s.writer().acquire()).await?;
+                let mut conn = timed_acquire(Pool::Writer, s.writer().acquire()).await?;
+                s.set_durable(&mut conn, durable).await?;
                 Db::Sqlite(
                     sqlx::Transaction::begin(
                         conn,
@@ -407,6 +407,31 @@ mod tests {
         left
     }
 
+    /// On SQLite a lazy write commits without syncing the WAL (`NORMAL`),
+    /// and every durable one after it syncs again (`FULL`).
+    #[tokio::test]
+    async fn sqlite_syncs_exactly_the_durable_writes() {
+        let db = TestDb::new(Backend::Sqlite).await;
+        let store = Store::connect(&db.url).await.expect("connect");
+        for (durable, expected) in [(true, 2), (false, 1), (false, 1), (true, 2), (true, 2)] {
+            let mut tx = match durable {
+                true => store.begin_write().await,
+                false => store.begin_write_lazy().await,
+            }
+            .expect("begin");
+            let Db::Sqlite(c) = tx.conn() else {
+                panic!("an SQLite store")
+            };
+            let mode: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                .fetch_one(&mut *c)
+                .await
+                .expect("synchronous");
+            assert_eq!(mode, expected, "durable: {durable}");
+            tx.commit().await.expect("commit");
+        }
+        store.close().await;
+    }
+
     /// A write whose future is dropped anywhere in its `BEGIN` (a request
     /// its client gave up on, a task stopped at shutdown) leaves no pooled
     /// connection inside a transaction. sqlx 0.8 could: the next borrower's
@@ -443,6 +468,16 @@ mod tests {
             ] {
                 on_db!(tx.conn(), c => sqlx::query(sql).execute(&mut *c).await.map(drop))
                     .expect(sql);
+            }
+            if let Db::Sqlite(c) = tx.conn() {
+                let mode: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                    .fetch_one(&mut *c)
+                    .await
+                    .expect("synchronous");
+                assert_eq!(
+                    mode, 2,
+                    "a durable write after cancelled lazy ones syncs (FULL)"
+                );
             }
             tx.commit().await.expect("commit");
             if backend == Backend::Postgres {

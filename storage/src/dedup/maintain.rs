@@ -2,6 +2,11 @@
 //! may run (several on one PostgreSQL database run side by side): merging
 //! runs, dropping runs past their window, deleting dead runs' pages and
 //! purging old sidecar rows.
+//!
+//! Its transactions do not wait for the disk ([`Store::begin_write_lazy`]):
+//! one lost in a crash of the machine is only done again (a merge's output
+//! that was never published is abandoned). Only a merge's publication,
+//! which retires its inputs, is committed durably.
 
 use std::time::Instant;
 
@@ -59,7 +64,7 @@ impl Engine {
     pub async fn maintain_dedup(&self) -> Result<bool> {
         let now = self.inner.clock.now_ms();
         let store = &self.inner.store;
-        let mut tx = store.begin_write().await?;
+        let mut tx = store.begin_write_lazy().await?;
         let mut conn = tx.conn();
         sql::dedup::expire_runs(&mut conn, now).await?;
         sql::dedup::abandon_runs(&mut conn, now - ABANDONED_MS).await?;
@@ -118,7 +123,7 @@ impl Engine {
     /// one of the next level; false if another merge got there first.
     async fn merge_runs(&self, partition_id: PartitionId, level: i64, now: i64) -> Result<bool> {
         let store = &self.inner.store;
-        let mut tx = store.begin_write().await?;
+        let mut tx = store.begin_write_lazy().await?;
         let mut conn = tx.conn();
         let inputs = sql::dedup::merge_inputs(&mut conn, partition_id, level, MERGE_FANOUT).await?;
         let Some(window) = sql::dedup::window_seconds(&mut conn, partition_id).await? else {
@@ -154,13 +159,13 @@ impl Engine {
         } = match write_merged(store, id, &inputs, low, output.entries).await {
             Ok(written) => written,
             Err(e) => {
-                let mut tx = store.begin_write().await?;
+                let mut tx = store.begin_write_lazy().await?;
                 sql::dedup::set_state(&mut tx.conn(), id, RunState::Dead).await?;
                 tx.commit().await?;
                 return Err(e);
             }
         };
-        let mut tx = store.begin_write().await?;
+        let mut tx = store.begin_write_lazy().await?;
         sql::dedup::insert_filter(&mut tx.conn(), id, &filter).await?;
         tx.commit().await?;
         let retired: Vec<i64> = inputs.iter().map(|r| r.id).collect();
@@ -176,7 +181,7 @@ impl Engine {
             }
             _ => {
                 drop(tx); // rolls back a partial retire
-                let mut tx = store.begin_write().await?;
+                let mut tx = store.begin_write_lazy().await?;
                 sql::dedup::set_state(&mut tx.conn(), id, RunState::Dead).await?;
                 tx.commit().await?;
                 false
@@ -246,7 +251,7 @@ async fn flush(store: &Store, id: i64, pending: &mut Vec<Page>) -> Result<()> {
     if pending.is_empty() {
         return Ok(());
     }
-    let mut tx = store.begin_write().await?;
+    let mut tx = store.begin_write_lazy().await?;
     tx.conn().write_pages(id, pending).await?;
     tx.commit().await?;
     pending.clear();

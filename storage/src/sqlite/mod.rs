@@ -5,10 +5,12 @@ pub(crate) mod append;
 mod checkpoint;
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::SqlitePool;
+use sqlx::{SqliteConnection, SqlitePool};
 
 use crate::error::Result;
 
@@ -22,6 +24,21 @@ pub(crate) struct SqliteStore {
     /// The database file, which the checkpoints sync; dropped with the
     /// last clone of the store, after its connections are closed.
     _file: checkpoint::DbFile,
+    /// The writer connection's synchronous mode ([`SyncMode`]).
+    sync_mode: Arc<AtomicU8>,
+}
+
+/// What is known of the writer connection's `synchronous` pragma: `FULL`
+/// (every commit syncs the WAL) unless a transaction whose loss is harmless
+/// asked for `NORMAL` ([`SqliteStore::set_durable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum SyncMode {
+    Full = 0,
+    /// A switch was begun and may not have happened: the next durable
+    /// transaction sets `FULL` again.
+    Unknown = 1,
+    Normal = 2,
 }
 
 impl SqliteStore {
@@ -83,7 +100,47 @@ impl SqliteStore {
             reader,
             checkpointer,
             _file: file,
+            sync_mode: Arc::new(AtomicU8::new(SyncMode::Full as u8)),
         })
+    }
+
+    /// Readies the writer connection, before its `BEGIN`, for a transaction
+    /// that is `durable` (its commit syncs the WAL: `FULL`) or not
+    /// (`NORMAL`: it survives a crash of the process, not of the machine,
+    /// unless a durable commit follows, whose sync takes every frame written
+    /// before it). For writes whose loss is harmless, as on PostgreSQL with
+    /// `synchronous_commit = off`: a pop's lease, the dedup upkeep's steps,
+    /// a merge's pages before it is published. WAL mode stays consistent
+    /// either way: a crash loses the newest transactions, never one before
+    /// another. Switching costs a statement, only when the mode changes.
+    pub(crate) async fn set_durable(
+        &self,
+        conn: &mut SqliteConnection,
+        durable: bool,
+    ) -> Result<()> {
+        let mode = self.sync_mode.load(Ordering::Acquire);
+        match durable {
+            true if mode != SyncMode::Full as u8 => {
+                sqlx::query("PRAGMA synchronous = FULL")
+                    .execute(&mut *conn)
+                    .await?;
+                self.sync_mode
+                    .store(SyncMode::Full as u8, Ordering::Release);
+            }
+            false if mode != SyncMode::Normal as u8 => {
+                // Unknown first: cancelled during the statement, the switch
+                // is undone by the next durable transaction.
+                self.sync_mode
+                    .store(SyncMode::Unknown as u8, Ordering::Release);
+                sqlx::query("PRAGMA synchronous = NORMAL")
+                    .execute(&mut *conn)
+                    .await?;
+                self.sync_mode
+                    .store(SyncMode::Normal as u8, Ordering::Release);
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// The one writer connection.
