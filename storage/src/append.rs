@@ -417,7 +417,7 @@ impl Originals {
     /// Reads, in one go, the run pages that the filters say may hold any
     /// of the batches' hashes: one round trip per append rather than one
     /// per "maybe". A batch's screen answers for the runs it asked, and
-    /// brings the pages it read.
+    /// names the pages of its "maybe"s.
     async fn prefetch(
         &mut self,
         tx: &mut Conn<'_>,
