@@ -10,6 +10,7 @@
 //! the lock, no other writer (on this broker or another) can slip a
 //! colliding id in between.
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
@@ -163,13 +164,13 @@ pub(crate) async fn append(
         let mut originals = Originals::default();
         // Each record's hash, computed once, by job (empty for the jobs of
         // other partitions, and without a window).
-        let job_hashes: Vec<Vec<i64>> = match &index {
+        let job_hashes: Vec<Cow<[i64]>> = match &index {
             Some(_) => jobs
                 .iter()
                 .map(|j| match (j.partition_id == head.id, &j.screened) {
-                    (true, Some(s)) if s.hashes.len() == j.records.len() => s.hashes.clone(),
+                    (true, Some(s)) if s.hashes.len() == j.records.len() => Cow::from(&s.hashes),
                     (true, _) => j.records.iter().map(Record::txn_hash).collect(),
-                    (false, _) => Vec::new(),
+                    (false, _) => Cow::default(),
                 })
                 .collect(),
             None => Vec::new(),

@@ -7,11 +7,11 @@
 //! to reload, it only gets more "maybe" answers, each costing a page read.
 //! Only when nothing can be folded any more does it drop a busy index.
 //!
-//! Beside each index it publishes the index's runs for lookups outside the
-//! append lock ([`super::screen`]), also while the index is out for an
-//! append. They are the same runs (shared), so they cost no memory of their
-//! own, except a run a fold or a merge has just replaced, until the
-//! partition's next append puts its index back.
+//! Lookups outside the append lock ([`super::screen`]) see an index's runs
+//! while it is held, and the runs it was taken out with while it is out for
+//! an append. They are the same runs (shared), so they cost no memory of
+//! their own, except a run a fold or a merge has just replaced, until the
+//! lookups holding it end or the index is put back.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -59,10 +59,17 @@ impl Merged {
 #[derive(Debug, Default)]
 struct Slots {
     held: HashMap<PartitionId, Held>,
-    /// Indexes out for an append, with what a merge published meanwhile.
-    out: HashMap<PartitionId, Option<Merged>>,
-    /// The runs of every index held or out, as of its last put.
-    published: HashMap<PartitionId, Vec<Arc<Run>>>,
+    /// Indexes out for an append.
+    out: HashMap<PartitionId, Out>,
+}
+
+/// An index out for an append.
+#[derive(Debug, Default)]
+struct Out {
+    /// Its runs when it was taken, for lookups meanwhile.
+    runs: Vec<Arc<Run>>,
+    /// What a merge published meanwhile.
+    merged: Option<Merged>,
 }
 
 /// Window indexes kept between appends, bounded by a number of bytes.
@@ -85,13 +92,9 @@ impl DedupCache {
     /// partition are serialised, so nobody else needs it meanwhile).
     pub(crate) fn take(&self, partition_id: PartitionId) -> Option<WindowIndex> {
         let mut slots = self.lock();
-        slots.out.insert(partition_id, None);
         let taken = slots.held.remove(&partition_id).map(|h| h.index);
-        if taken.is_none() {
-            // Left over from an index an append failed with: its next put
-            // publishes afresh.
-            slots.published.remove(&partition_id);
-        }
+        let runs = taken.as_ref().map(|i| i.runs.clone()).unwrap_or_default();
+        slots.out.insert(partition_id, Out { runs, merged: None });
         taken
     }
 
@@ -101,22 +104,16 @@ impl DedupCache {
         let mut slots = self.lock();
         slots.held.remove(&partition_id);
         slots.out.remove(&partition_id);
-        slots.published.remove(&partition_id);
     }
 
     /// Puts an index back after its append committed, and brings the cache
     /// back within budget (see the module doc).
     pub(crate) fn put(&self, partition_id: PartitionId, mut index: WindowIndex) {
         let mut slots = self.lock();
-        if let Some(merged) = slots.out.remove(&partition_id).flatten() {
+        if let Some(merged) = slots.out.remove(&partition_id).and_then(|o| o.merged) {
             merged.apply(&mut index);
         }
-        let Slots {
-            held: indexes,
-            published,
-            ..
-        } = &mut *slots;
-        published.insert(partition_id, index.runs.clone());
+        let indexes = &mut slots.held;
         let now = Instant::now();
         indexes.insert(partition_id, Held { index, used: now });
         let budget = self.budget.load(Ordering::Relaxed);
@@ -129,18 +126,14 @@ impl DedupCache {
                 .map(|(&id, _)| id);
             if let Some(id) = idle {
                 total -= indexes.remove(&id).map_or(0, |h| h.index.bytes());
-                published.remove(&id);
                 continue;
             }
-            let Some((&id, largest)) = indexes.iter_mut().max_by_key(|(_, h)| h.index.bytes())
-            else {
+            let Some(largest) = indexes.values_mut().max_by_key(|h| h.index.bytes()) else {
                 break;
             };
             let before = largest.index.bytes();
             if largest.index.fold_largest() {
                 total -= before - largest.index.bytes();
-                // The unfolded filter is freed once no lookup holds it.
-                published.insert(id, largest.index.runs.clone());
                 continue;
             }
             let oldest = indexes
@@ -148,25 +141,27 @@ impl DedupCache {
                 .min_by_key(|(_, h)| h.used)
                 .map(|(&id, _)| id);
             match oldest {
-                Some(id) => {
-                    total -= indexes.remove(&id).map_or(0, |h| h.index.bytes());
-                    published.remove(&id);
-                }
+                Some(id) => total -= indexes.remove(&id).map_or(0, |h| h.index.bytes()),
                 None => break,
             }
         }
     }
 
-    /// The partition's runs as of its index's last put, for a lookup
-    /// outside the append lock; empty when the cache holds no index for it.
-    /// They may be stale (a run sealed, merged or expired since): the
-    /// append checks, under the lock, every live run they lack.
+    /// The partition's runs, for a lookup outside the append lock: its
+    /// held index's, or those its index was taken out with; empty when the
+    /// cache holds no index for it. They may be stale (a run sealed, merged
+    /// or expired since): the append checks, under the lock, every live run
+    /// they lack.
     pub(crate) fn published_runs(&self, partition_id: PartitionId) -> Vec<Arc<Run>> {
-        self.lock()
-            .published
-            .get(&partition_id)
-            .cloned()
-            .unwrap_or_default()
+        let slots = self.lock();
+        match slots.held.get(&partition_id) {
+            Some(held) => held.index.runs.clone(),
+            None => slots
+                .out
+                .get(&partition_id)
+                .map(|o| o.runs.clone())
+                .unwrap_or_default(),
+        }
     }
 
     /// Changes the budget; it is enforced from the next [`Self::put`] on.
@@ -193,10 +188,8 @@ impl DedupCache {
         let mut slots = self.lock();
         if let Some(held) = slots.held.get_mut(&partition_id) {
             merged.apply(&mut held.index);
-            let runs = held.index.runs.clone();
-            slots.published.insert(partition_id, runs);
-        } else if let Some(slot) = slots.out.get_mut(&partition_id) {
-            *slot = Some(merged);
+        } else if let Some(out) = slots.out.get_mut(&partition_id) {
+            out.merged = Some(merged);
         }
     }
 
