@@ -99,6 +99,7 @@ impl Runner for Appender {
     async fn run(&self, jobs: &[AppendJob]) -> Result<Vec<JobOutcome>> {
         let start = std::time::Instant::now();
         let mut tx = self.store.begin_write().await?;
+        let begun = start.elapsed();
         let (outcomes, indexes) = crate::append::append(
             &mut tx.conn(),
             jobs,
@@ -107,11 +108,16 @@ impl Runner for Appender {
             &self.sealer,
         )
         .await?;
+        let appended = start.elapsed();
         tx.commit().await?;
         if start.elapsed() >= SLOW_COMMIT {
+            // Split in three: waiting for the writer (a checkpoint holds
+            // it), writing, and the commit's sync.
             tracing::debug!(
                 jobs = jobs.len(),
                 held_ms = start.elapsed().as_millis() as u64,
+                writer_wait_ms = begun.as_millis() as u64,
+                commit_ms = (start.elapsed() - appended).as_millis() as u64,
                 "append: slow group commit"
             );
         }
