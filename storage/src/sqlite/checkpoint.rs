@@ -19,8 +19,8 @@
 //! and syncing what was appended during the one before), until a pass
 //! finds little left, and runs a RESTART checkpoint: it copies the few
 //! frames written meanwhile while holding off the writer, and makes the
-//! writer's next transaction start the WAL again from the beginning. It first takes the writer pool's one connection, queueing
-//! fairly behind the transactions already waiting for it: a writer that
+//! writer's next transaction start the WAL again from the beginning. It
+//! first takes the writer pool's one connection, queueing fairly behind the transactions already waiting for it: a writer that
 //! starts its next transaction the moment the last one commits would
 //! otherwise win the write lock every time, and the WAL would grow as
 //! before. Its wait for readers to leave the WAL is bounded by the
@@ -99,27 +99,7 @@ async fn round(
         sync_file(file).await;
     }
     if wal_frames > restart_frames {
-        // Catch up without holding appends off: each pass copies what was
-        // appended during the one before, and syncs it, until a pass finds
-        // little to do. The RESTART then copies and syncs only the frames
-        // appended during that last pass while the writer waits. A fixed
-        // two passes left it 10-40 MiB under a full-speed producer (~100
-        // MB/s), and appends waited 20-180 ms behind it.
-        let mut copied = copied;
-        let mut passes = 0;
-        while passes < CATCH_UP_PASSES {
-            passes += 1;
-            let (_, _, now_copied) = checkpoint(pool, "PASSIVE").await?;
-            // A PASSIVE that did not copy everything leaves the database
-            // file unsynced, and the RESTART's sync would then flush every
-            // page the passes copied while appends wait.
-            sync_file(file).await;
-            let caught_up = now_copied - copied <= RESTART_LEFTOVER;
-            copied = now_copied;
-            if caught_up {
-                break;
-            }
-        }
+        let passes = catch_up(pool, file, copied).await?;
         let _writer_held = writer.acquire().await?;
         let held = std::time::Instant::now();
         let (busy, wal_frames, copied) = checkpoint(pool, "RESTART").await?;
@@ -140,6 +120,28 @@ async fn round(
         }
     }
     Ok(())
+}
+
+/// Copies and syncs, pass after pass, what was appended during the pass
+/// before, without holding appends off, until a pass copies at most
+/// [`RESTART_LEFTOVER`] frames or [`CATCH_UP_PASSES`] have run; `copied`
+/// is what the WAL had copied before. Returns the passes run. The RESTART
+/// after it then copies and syncs only what the last pass left, while the
+/// writer waits: a fixed two passes left it 10-40 MiB under a full-speed
+/// producer (~100 MB/s), and appends waited 20-180 ms behind it.
+async fn catch_up(pool: &SqlitePool, file: &DbFile, mut copied: i64) -> sqlx::Result<usize> {
+    for pass in 1..=CATCH_UP_PASSES {
+        let (_, _, now_copied) = checkpoint(pool, "PASSIVE").await?;
+        // A PASSIVE that did not copy everything leaves the database file
+        // unsynced, and the RESTART's sync would then flush every page the
+        // passes copied while appends wait.
+        sync_file(file).await;
+        if now_copied - copied <= RESTART_LEFTOVER {
+            return Ok(pass);
+        }
+        copied = now_copied;
+    }
+    Ok(CATCH_UP_PASSES)
 }
 
 /// The database file, held open for the store's lifetime to sync it; `None`
@@ -194,6 +196,32 @@ mod tests {
 
     use super::*;
     use crate::sqlite::SqliteStore;
+
+    /// With nothing appended meanwhile, catching up stops at the first pass
+    /// that finds nothing left: after a 2 MiB commit, at most two passes
+    /// (the first copies it unless the store's own task did already).
+    #[tokio::test]
+    async fn catching_up_stops_once_nothing_is_left() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("catch-up.db");
+        let store = SqliteStore::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .expect("open");
+        sqlx::query("CREATE TABLE filler (b BLOB)")
+            .execute(&store.writer)
+            .await
+            .expect("create");
+        sqlx::query("INSERT INTO filler (b) VALUES ($1)")
+            .bind(vec![7u8; 2 * 1024 * 1024])
+            .execute(&store.writer)
+            .await
+            .expect("insert");
+        let passes = catch_up(&store.checkpointer, &open_db_file(&path), 0)
+            .await
+            .expect("catch up");
+        assert!((1..=2).contains(&passes), "{passes} passes");
+        store.close().await;
+    }
 
     /// A steady stream of 256 KiB commits, 128 MiB in all, with a round
     /// every 20 ms that restarts a WAL past 1 MiB: the WAL file stays far
