@@ -197,13 +197,11 @@ mod tests {
     use super::*;
     use crate::sqlite::SqliteStore;
 
-    /// With nothing appended meanwhile, catching up stops at the first pass
-    /// that finds nothing left: after a 2 MiB commit, at most two passes
-    /// (the first copies it unless the store's own task did already).
-    #[tokio::test]
-    async fn catching_up_stops_once_nothing_is_left() {
+    /// A store on a fresh file, with a table `filler (b BLOB)` to write
+    /// frames with; the directory lives as long as the returned guard.
+    async fn store_with_filler() -> (tempfile::TempDir, std::path::PathBuf, SqliteStore) {
         let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("catch-up.db");
+        let path = dir.path().join("wal.db");
         let store = SqliteStore::connect(&format!("sqlite://{}", path.display()))
             .await
             .expect("open");
@@ -211,6 +209,15 @@ mod tests {
             .execute(&store.writer)
             .await
             .expect("create");
+        (dir, path, store)
+    }
+
+    /// With nothing appended meanwhile, catching up stops at the first pass
+    /// that finds nothing left: after a 2 MiB commit, at most two passes
+    /// (the first copies it unless the store's own task did already).
+    #[tokio::test]
+    async fn catching_up_stops_once_nothing_is_left() {
+        let (_dir, path, store) = store_with_filler().await;
         sqlx::query("INSERT INTO filler (b) VALUES ($1)")
             .bind(vec![7u8; 2 * 1024 * 1024])
             .execute(&store.writer)
@@ -228,15 +235,7 @@ mod tests {
     /// below what was written. PASSIVE alone lets it grow with the stream.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_steady_write_stream_does_not_grow_the_wal() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("wal.db");
-        let store = SqliteStore::connect(&format!("sqlite://{}", path.display()))
-            .await
-            .expect("open");
-        sqlx::query("CREATE TABLE filler (b BLOB)")
-            .execute(&store.writer)
-            .await
-            .expect("create");
+        let (dir, path, store) = store_with_filler().await;
         let done = Arc::new(AtomicBool::new(false));
         let checkpoints = {
             let (pool, writer, done, file) = (
