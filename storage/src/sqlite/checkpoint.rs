@@ -20,10 +20,10 @@
 //! finds little left, and runs a RESTART checkpoint: it copies the few
 //! frames written meanwhile while holding off the writer, and makes the
 //! writer's next transaction start the WAL again from the beginning. It
-//! first takes the writer pool's one connection, queueing fairly behind the transactions already waiting for it: a writer that
-//! starts its next transaction the moment the last one commits would
-//! otherwise win the write lock every time, and the WAL would grow as
-//! before. Its wait for readers to leave the WAL is bounded by the
+//! first takes the writer pool's one connection, queueing fairly behind
+//! the transactions already waiting for it: a writer that starts its next
+//! transaction the moment the last one commits would otherwise win the
+//! write lock every time, and the WAL would grow as before. Its wait for readers to leave the WAL is bounded by the
 //! connection's short busy timeout ([`BUSY_TIMEOUT`]); when it gives up,
 //! appends go on and the next round tries again.
 
@@ -213,8 +213,10 @@ mod tests {
     }
 
     /// With nothing appended meanwhile, catching up stops at the first pass
-    /// that finds nothing left: after a 2 MiB commit, at most two passes
-    /// (the first copies it unless the store's own task did already).
+    /// that finds nothing new: after a 2 MiB commit, counted from nothing
+    /// copied, the first pass finds it copied (by itself or by the store's
+    /// own task) and the second finds nothing; a loop that never stopped
+    /// would run all eight.
     #[tokio::test]
     async fn catching_up_stops_once_nothing_is_left() {
         let (_dir, path, store) = store_with_filler().await;
